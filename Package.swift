@@ -1,0 +1,63 @@
+// swift-tools-version: 6.0
+// swift-msal: the Microsoft Authentication Library (MSAL) for Swift on Linux.
+import PackageDescription
+
+let package = Package(
+    name: "swift-msal",
+    products: [
+        .library(name: "MSALCore", targets: ["MSALCore"]),
+        .library(name: "MSALNetwork", targets: ["MSALNetwork"]),
+        .library(name: "MSALCache", targets: ["MSALCache"]),
+        .library(name: "MSALCacheSQLite", targets: ["MSALCacheSQLite"]),
+        .library(name: "MSALWebAuth", targets: ["MSALWebAuth"]),
+        .library(name: "MSAL", targets: ["MSAL"]),
+        .library(name: "MSALTestSupport", targets: ["MSALTestSupport"]),
+        .executable(name: "msal", targets: ["msal"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .target(name: "MSALCore"),
+        .target(name: "MSALNetwork", dependencies: ["MSALCore"]),
+        .target(name: "MSALCache", dependencies: ["MSALCore"]),
+        .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
+        .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork"]),
+        .target(
+            name: "MSAL",
+            dependencies: ["MSALCore", "MSALNetwork", "MSALCache", "MSALWebAuth"]
+        ),
+        .target(
+            name: "MSALTestSupport",
+            dependencies: ["MSALCore", "MSALCache", "MSALWebAuth"]
+        ),
+        .executableTarget(
+            name: "msal",
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+        ),
+        .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
+        .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
+        .testTarget(name: "MSALCacheTests", dependencies: ["MSALCache", "MSALTestSupport"]),
+        .testTarget(
+            name: "MSALCacheSQLiteTests",
+            dependencies: ["MSALCacheSQLite", "MSALTestSupport"]
+        ),
+        .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
+        .testTarget(
+            name: "MSALTests",
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+        ),
+    ]
+)
+
+// Shared settings, applied once to every target (as swift-log's Package.swift does).
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.swiftLanguageMode(.v6))
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,1 @@
+// MSAL: placeholder until the module lands.

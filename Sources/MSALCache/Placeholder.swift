@@ -1,0 +1,1 @@
+// MSALCache: placeholder until the module lands.

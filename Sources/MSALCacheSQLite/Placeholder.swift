@@ -1,0 +1,1 @@
+// MSALCacheSQLite: placeholder until the module lands.

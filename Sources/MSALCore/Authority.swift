@@ -1,0 +1,189 @@
+public import Foundation
+
+/// The kind of identity provider an ``Authority`` points at, which decides the endpoint layout,
+/// how accounts are identified and which protocol extensions are used.
+public enum AuthorityType: String, Sendable, Hashable, CaseIterable {
+    /// Microsoft Entra ID (work/school and personal Microsoft accounts): `https://<cloud host>/<tenant>`,
+    /// v2.0 endpoints, `client_info` for the home account id.
+    case aad
+    /// Any standard OpenID Connect provider: the URL is the issuer; discovery at
+    /// `<issuer>/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4).
+    case oidc
+}
+
+/// The tenant part of an Entra ID authority.
+public enum AuthorityTenant: Sendable, Hashable {
+    /// `common`: work/school and personal accounts.
+    case common
+    /// `organizations`: work/school accounts only.
+    case organizations
+    /// `consumers`: personal Microsoft accounts only.
+    case consumers
+    /// A tenant ID (a GUID), lowercased.
+    case tenantID(String)
+    /// A verified domain of a tenant, e.g. `contoso.onmicrosoft.com`, lowercased.
+    case domain(String)
+
+    /// Classifies a tenant path segment.
+    init(segment: String) {
+        let lower = segment.lowercased()
+        switch lower {
+        case "common": self = .common
+        case "organizations": self = .organizations
+        case "consumers": self = .consumers
+        default: self = UUID(uuidString: lower) != nil ? .tenantID(lower) : .domain(lower)
+        }
+    }
+
+    /// The path segment: `common`, `organizations`, `consumers`, the tenant ID or the domain.
+    public var segment: String {
+        switch self {
+        case .common: "common"
+        case .organizations: "organizations"
+        case .consumers: "consumers"
+        case .tenantID(let id): id
+        case .domain(let domain): domain
+        }
+    }
+
+    /// Whether the segment names one tenant (`tenantID` or `domain`) rather than a group of tenants.
+    public var isSingleTenant: Bool {
+        switch self {
+        case .tenantID, .domain: true
+        case .common, .organizations, .consumers: false
+        }
+    }
+}
+
+/// Where tokens come from: a parsed, validated and classified authority URL.
+///
+/// One ``PublicClientApplication`` may use many authorities, one per request (MSAL for iOS/macOS
+/// `MSALAuthority`).
+///
+/// - Entra ID: `https://login.microsoftonline.com/{common|organizations|consumers|<tenant>}` and the
+///   other public and national clouds (``knownEntraHosts``); only the first path segment (the
+///   tenant) is kept, so `.../contoso.com/v2.0` and `.../contoso.com` are the same authority.
+/// - OpenID Connect: the issuer URL as given, without a trailing slash.
+///
+/// `https` is required except on loopback hosts (`127.0.0.1`, `::1`, `localhost`), where `http`
+/// is allowed for local providers (RFC 8252 §8.3 treats loopback as not leaving the machine).
+public struct Authority: Sendable, Hashable, CustomStringConvertible {
+    /// The Entra ID hosts of the public and national clouds, for which the type is inferred as
+    /// ``AuthorityType/aad``.
+    public static let knownEntraHosts: Set<String> = [
+        "login.microsoftonline.com", "login.windows.net", "login.microsoft.com", "sts.windows.net",
+        "login.microsoftonline.us", "login.usgovcloudapi.net", "login.chinacloudapi.cn",
+        "login.partner.microsoftonline.cn", "login.microsoftonline.de",
+    ]
+
+    /// The normalized authority URL: scheme and host lowercased, no query, fragment or trailing slash.
+    public let url: URL
+    /// The provider kind.
+    public let type: AuthorityType
+    /// For ``AuthorityType/aad``: the tenant segment; `nil` for OpenID Connect.
+    public let tenant: AuthorityTenant?
+
+    /// Parses and classifies an authority.
+    ///
+    /// - Parameters:
+    ///   - string: the authority URL, e.g. `https://login.microsoftonline.com/common` or an issuer.
+    ///   - type: the provider kind when the URL does not tell (e.g. an Entra-shaped provider on
+    ///     `127.0.0.1`); when `nil`, a known Entra host gives ``AuthorityType/aad`` and anything else
+    ///     ``AuthorityType/oidc``.
+    /// - Throws: ``MSALError`` `.internal(.invalidAuthority)` when the string is not an absolute
+    ///   `http(s)` URL with a host, has a query, fragment or user info, uses `http` on a host that is
+    ///   not loopback, or is an Entra authority without a tenant segment.
+    public init(_ string: String, type: AuthorityType? = nil) throws(MSALError) {
+        guard let components = URLComponents(string: string.trimmingASCIIWhitespace()),
+              let scheme = components.scheme?.lowercased(),
+              let rawHost = components.host, !rawHost.isEmpty
+        else {
+            throw .internal(.invalidAuthority, "The authority '\(string)' is not an absolute URL with a host.")
+        }
+        guard scheme == "https" || scheme == "http" else {
+            throw .internal(.invalidAuthority, "The authority must use https, not '\(scheme)'.")
+        }
+        let host = rawHost.lowercased()
+        if scheme == "http" && !Authority.isLoopbackHost(host) {
+            throw .internal(
+                .invalidAuthority,
+                "The authority must use https; http is allowed only on loopback hosts (127.0.0.1, ::1, localhost), not '\(host)'."
+            )
+        }
+        if components.query != nil || components.fragment != nil {
+            throw .internal(.invalidAuthority, "The authority may not have a query or a fragment.")
+        }
+        if components.user != nil || components.password != nil {
+            throw .internal(.invalidAuthority, "The authority may not carry user information.")
+        }
+        let segments = components.path.split(separator: "/").map(String.init)
+        let resolvedType = type ?? (Authority.knownEntraHosts.contains(host) ? .aad : .oidc)
+
+        var normalized = URLComponents()
+        normalized.scheme = scheme
+        normalized.host = rawHost.lowercased()
+        normalized.port = components.port
+        switch resolvedType {
+        case .aad:
+            guard let first = segments.first else {
+                throw .internal(
+                    .invalidAuthority,
+                    "An Entra ID authority needs a tenant: https://\(host)/{common|organizations|consumers|<tenant id or domain>}."
+                )
+            }
+            let tenant = AuthorityTenant(segment: first)
+            normalized.path = "/" + tenant.segment
+            self.tenant = tenant
+        case .oidc:
+            normalized.path = segments.isEmpty ? "" : "/" + segments.joined(separator: "/")
+            self.tenant = nil
+        }
+        guard let url = normalized.url else {
+            throw .internal(.invalidAuthority, "The authority '\(string)' could not be normalized.")
+        }
+        self.url = url
+        self.type = resolvedType
+    }
+
+    /// The same authority with another tenant segment (Entra ID only; for OpenID Connect, `self`).
+    /// Used to move a `common` request to the account's home tenant.
+    /// - Returns: the authority `https://<host>/<tenant>`.
+    public func withTenant(_ tenant: String) -> Authority {
+        guard type == .aad, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return self }
+        components.path = "/" + tenant
+        guard let string = components.string, let authority = try? Authority(string, type: .aad) else { return self }
+        return authority
+    }
+
+    /// The host, with `:port` when the URL names a port. This is the `environment` of cache entries.
+    public var environment: String {
+        let host = url.host ?? ""
+        if let port = url.port { return "\(host):\(port)" }
+        return host
+    }
+
+    /// The OpenID Connect discovery document's URL:
+    /// `<authority>/v2.0/.well-known/openid-configuration` for Entra ID,
+    /// `<issuer>/.well-known/openid-configuration` otherwise (OpenID Connect Discovery 1.0 §4).
+    public var discoveryURL: URL {
+        switch type {
+        case .aad: url.appendingPathComponent("v2.0/.well-known/openid-configuration")
+        case .oidc: url.appendingPathComponent(".well-known/openid-configuration")
+        }
+    }
+
+    /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`, `localhost`).
+    public var isLoopback: Bool { Authority.isLoopbackHost(url.host ?? "") }
+
+    /// ``url`` as a string.
+    public var description: String { url.absoluteString }
+
+    /// Whether `host` is `localhost`, an IPv4 address in `127.0.0.0/8`, or `::1` (with or without brackets).
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) else { return false }
+        return octets[0] == "127"
+    }
+}

@@ -1,0 +1,81 @@
+public import Foundation
+
+/// A JSON value, for claims and for fields swift-msal does not model but must keep.
+public enum JSONValue: Sendable, Hashable, Codable {
+    /// A string.
+    case string(String)
+    /// A number, kept as `Double` (JSON has one number type).
+    case number(Double)
+    /// `true` or `false`.
+    case bool(Bool)
+    /// An array.
+    case array([JSONValue])
+    /// An object.
+    case object([String: JSONValue])
+    /// `null`.
+    case null
+
+    /// Decodes any JSON value.
+    /// - Throws: `DecodingError` when the input is not JSON.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    /// Encodes the value as JSON.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
+    /// The number, if this is a number, or a string that parses as one (some providers send `"3600"`).
+    public var doubleValue: Double? {
+        switch self {
+        case .number(let value): value
+        case .string(let value): Double(value)
+        default: nil
+        }
+    }
+    /// The object, if this is an object.
+    public var objectValue: [String: JSONValue]? { if case .object(let value) = self { value } else { nil } }
+    /// The array, if this is an array.
+    public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+    /// The Boolean, if this is a Boolean.
+    public var boolValue: Bool? { if case .bool(let value) = self { value } else { nil } }
+}
+
+/// Base64url without padding (RFC 4648 §5), as used by JWTs (RFC 7515 §2) and Entra's `client_info`.
+public enum Base64URL {
+    /// Decodes base64url with or without padding.
+    /// - Returns: the bytes, or `nil` when the input is not base64url.
+    public static func decode(_ string: String) -> Data? {
+        var base64 = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64)
+    }
+
+    /// Encodes bytes as base64url without padding.
+    /// - Returns: the encoded string.
+    public static func encode(_ data: Data) -> String {
+        data.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

@@ -1,0 +1,141 @@
+public import Foundation
+
+/// An error from swift-msal: a value with a stable ``Code`` and the context a caller needs to act on it.
+///
+/// Equality compares ``code`` and ``internalCode`` only, so `error == MSALError(.interactionRequired)`
+/// reads naturally. The ``description`` never contains a token, an authorization code, a device code
+/// or a refresh token: only the message written by swift-msal and the server's error fields.
+///
+/// Source: the error domain of MSAL for iOS/macOS (`MSALErrorInteractionRequired`,
+/// `MSALErrorServerDeclinedScopes`, `MSALErrorUserCanceled`, `MSALErrorServerError`,
+/// `MSALErrorInternal` with an `MSALInternalError` sub-code), and RFC 6749 §5.2 for the OAuth fields.
+public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What a caller should do about the error.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// The user must sign in interactively (no account, a rejected refresh token, consent needed).
+        case interactionRequired
+        /// The server granted fewer scopes than requested; ``MSALError/grantedScopes`` and
+        /// ``MSALError/declinedScopes`` say which.
+        case serverDeclinedScopes
+        /// The user or the app canceled the flow (device code denied, task canceled).
+        case userCanceled
+        /// The identity provider answered with an error or with something that is not a valid answer.
+        case serverError
+        /// Something in swift-msal or in the app's input went wrong; ``MSALError/internalCode`` says what.
+        case `internal`
+    }
+
+    /// The precise reason for an ``Code/internal`` error (and, for some server errors, a refinement).
+    public enum InternalCode: String, Sendable, Hashable, CaseIterable {
+        /// A parameter passed by the app is invalid (empty client id, bad option).
+        case invalidParameter
+        /// The authority is not a URL, uses `http` on a non-loopback host, or cannot be classified.
+        case invalidAuthority
+        /// A scope is empty, contains whitespace, or is one of the reserved OpenID Connect scopes.
+        case invalidScope
+        /// The identity provider could not be reached (refused, DNS, TLS, reset).
+        case networkError
+        /// The identity provider did not answer in time.
+        case timeout
+        /// A response body could not be understood (not JSON, HTML, empty, missing fields).
+        case invalidResponse
+        /// The ID token is malformed or failed validation (`iss`, `aud`, `exp`, `nonce`).
+        case invalidIDToken
+        /// The device code expired before the user finished signing in (RFC 8628 §3.5 `expired_token`).
+        case deviceCodeExpired
+        /// The token cache could not be read or written.
+        case cacheError
+        /// The account asked for is not in the cache.
+        case accountNotFound
+        /// An invariant of swift-msal was broken; please report it.
+        case unexpected
+    }
+
+    /// The stable error code.
+    public var code: Code
+    /// The precise internal reason, set for ``Code/internal`` and sometimes for other codes.
+    public var internalCode: InternalCode?
+    /// A human-readable explanation written by swift-msal. Never contains a secret.
+    public var message: String
+    /// The OAuth `error` field from the server (RFC 6749 §5.2), e.g. `invalid_grant`.
+    public var oauthError: String?
+    /// The server's `error_description`, as sent.
+    public var oauthErrorDescription: String?
+    /// Entra ID's `suberror` field, e.g. `basic_action`, `consent_required`.
+    public var subError: String?
+    /// Entra ID's `error_codes` (AADSTS numbers).
+    public var errorCodes: [Int]
+    /// The correlation ID of the request (`correlation_id` or the `client-request-id` header).
+    public var correlationID: String?
+    /// The HTTP status of the response that caused the error, if there was one.
+    public var httpStatusCode: Int?
+    /// For ``Code/serverDeclinedScopes``: the scopes the server granted.
+    public var grantedScopes: [String]
+    /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
+    public var declinedScopes: [String]
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: the stable code.
+    ///   - internalCode: the precise reason (required in spirit for ``Code/internal``).
+    ///   - message: a human-readable explanation; must not contain a secret.
+    public init(
+        _ code: Code,
+        internalCode: InternalCode? = nil,
+        message: String,
+        oauthError: String? = nil,
+        oauthErrorDescription: String? = nil,
+        subError: String? = nil,
+        errorCodes: [Int] = [],
+        correlationID: String? = nil,
+        httpStatusCode: Int? = nil,
+        grantedScopes: [String] = [],
+        declinedScopes: [String] = []
+    ) {
+        self.code = code
+        self.internalCode = internalCode
+        self.message = message
+        self.oauthError = oauthError
+        self.oauthErrorDescription = oauthErrorDescription
+        self.subError = subError
+        self.errorCodes = errorCodes
+        self.correlationID = correlationID
+        self.httpStatusCode = httpStatusCode
+        self.grantedScopes = grantedScopes
+        self.declinedScopes = declinedScopes
+    }
+
+    /// Shorthand for an ``Code/internal`` error with its reason.
+    /// - Returns: an error whose ``code`` is ``Code/internal`` and ``internalCode`` is `internalCode`.
+    public static func `internal`(_ internalCode: InternalCode, _ message: String) -> MSALError {
+        MSALError(.internal, internalCode: internalCode, message: message)
+    }
+
+    /// Compares ``code`` and ``internalCode`` only; the context fields do not take part.
+    public static func == (lhs: MSALError, rhs: MSALError) -> Bool {
+        lhs.code == rhs.code && lhs.internalCode == rhs.internalCode
+    }
+
+    /// The code as one stable string: `interactionRequired`, or `internal.cacheError` for internal errors.
+    public var codeString: String {
+        if let internalCode { return "\(code.rawValue).\(internalCode.rawValue)" }
+        return code.rawValue
+    }
+
+    /// One line: the code, the message, then the OAuth fields, HTTP status and correlation ID when present.
+    public var description: String {
+        var parts = ["\(codeString): \(message)"]
+        if let oauthError { parts.append("error=\(oauthError)") }
+        if let subError { parts.append("suberror=\(subError)") }
+        if !errorCodes.isEmpty { parts.append("error_codes=\(errorCodes.map(String.init).joined(separator: ","))") }
+        if let httpStatusCode { parts.append("http_status=\(httpStatusCode)") }
+        if let correlationID { parts.append("correlation_id=\(correlationID)") }
+        if !declinedScopes.isEmpty { parts.append("declined_scopes=\(declinedScopes.joined(separator: " "))") }
+        return parts.joined(separator: " ")
+    }
+}
+
+extension MSALError: LocalizedError {
+    /// The same text as ``description``.
+    public var errorDescription: String? { description }
+}

@@ -1,0 +1,1 @@
+// MSALNetwork: placeholder until the module lands.

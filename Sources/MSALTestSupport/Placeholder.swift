@@ -1,0 +1,1 @@
+// MSALTestSupport: placeholder until the module lands.

@@ -1,0 +1,1 @@
+// MSALWebAuth: placeholder until the module lands.

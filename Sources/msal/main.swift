@@ -1,0 +1,1 @@
+print("msal: not yet implemented")
