@@ -26,6 +26,8 @@ PASSWORD=alice-password
 # PBKDF2 string for "alice-password" as stored by Glewlwyd's database user
 # module (it embeds its own salt). Produced once through the admin API
 # (POST /api/user/) on a throwaway instance; see Docs/Glewlwyd.md.
+# "sub" of alice in ID and access tokens (subject type "public").
+ALICE_SUB=U1bd5DINCxtHfb8tUqW8KrO56yrwSZns
 ALICE_PASSWORD_HASH='12NPUytcjw95MkNU0sw8qes23/GI90pBXo1UfL8VXFBLRnhRSkpSaW5KN3hLN2No,150000'
 
 DB=$STATE_DIR/glewlwyd.db
@@ -224,6 +226,11 @@ INSERT INTO g_client_property (gc_id, gcp_name, gcp_value)
      UNION ALL SELECT 'authorization_type', 'device_authorization') AS p
   WHERE gc_client_id = '$CLIENT_ID';
 
+-- Fixed "sub" for the user (Glewlwyd would pick a random one per fresh
+-- database), so account identifiers stay the same across restarts.
+INSERT INTO gpo_subject_identifier (gposi_plugin_name, gposi_username, gposi_client_id, gposi_sector_identifier_uri, gposi_sub)
+  VALUES ('oidc', '$user', NULL, NULL, '$ALICE_SUB');
+
 INSERT INTO g_client_user_scope (gs_id, gcus_username, gcus_client_id, gcus_enabled)
   SELECT gs_id, '$user', '$CLIENT_ID', 1 FROM g_scope
   WHERE gs_name IN ('openid', 'profile', 'email', 'offline_access');
@@ -238,6 +245,7 @@ GLEWLWYD_ISSUER=$url/api/oidc
 GLEWLWYD_CLIENT_ID=$CLIENT_ID
 GLEWLWYD_USERNAME=$USERNAME
 GLEWLWYD_PASSWORD=$PASSWORD
+GLEWLWYD_SUBJECT=$ALICE_SUB
 GLEWLWYD_DIR=$STATE_DIR
 GLEWLWYD_URL=$url
 EOF
