@@ -209,6 +209,7 @@ struct TokenCacheTests {
         let scopes = ["a", "B", "c", "d", "E"]
         let homes = ["h1.t", "H2.t", "h3.t"]
         let realms = ["r1", "R2"]
+        var maxTokensPerKey = 0
         func randomScopes() -> String { scopes.filter { _ in rng.next() % 2 == 0 }.joined(separator: " ") }
         for step in 0..<400 {
             let home = homes[Int(rng.next() % 3)], realm = realms[Int(rng.next() % 2)]
@@ -226,6 +227,12 @@ struct TokenCacheTests {
                 let keys = try store.readAll().accessTokens.keys.sorted()
                 if !keys.isEmpty { try cache.remove([CacheEntryRemoval(kind: .accessToken, key: keys[Int(rng.next() % UInt64(keys.count))])]) }
             }
+            // No two cached access tokens of one (account, realm) share a scope.
+            let groups = Dictionary(grouping: try store.readAll().accessTokens.values) { [$0.homeAccountID.lowercased(), $0.realm.lowercased()] }
+            for tokens in groups.values {
+                maxTokensPerKey = max(maxTokensPerKey, tokens.count)
+                for (i, x) in tokens.enumerated() { for y in tokens[(i + 1)...] { #expect(!x.scopes.intersects(y.scopes)) } }
+            }
             let fresh = TokenCache(store: store)
             #expect(try cache.contents() == fresh.contents())
             for home in homes {
@@ -241,11 +248,7 @@ struct TokenCacheTests {
                 #expect(try cache.accountEntries(homeAccountID: home, environment: nil) == fresh.accountEntries(homeAccountID: home, environment: nil))
             }
         }
-        // No two cached access tokens of one key share a scope.
-        let groups = Dictionary(grouping: try store.readAll().accessTokens.values) { [$0.homeAccountID.lowercased(), $0.realm.lowercased()] }
-        for tokens in groups.values {
-            for (i, x) in tokens.enumerated() { for y in tokens[(i + 1)...] { #expect(!x.scopes.intersects(y.scopes)) } }
-        }
+        #expect(maxTokensPerKey >= 2)  // the run did keep several tokens side by side
     }
 
     @Test("Concurrent saves from many threads lose nothing")
