@@ -1,0 +1,85 @@
+import Foundation
+import MSALCache
+import MSALCacheSQLite
+import MSALCore
+import Testing
+
+/// A fresh directory under the system temp dir, removed when the value goes away.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+    var path: String { url.path }
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("msal-cache-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Entries for the tests.
+enum Sample {
+    static let environment = "login.microsoftonline.com"
+    static let clientID = "c11e0000-0000-4000-8000-000000000001"
+    static let tenant = "aaaaaaaa-0000-4000-8000-00000000aaaa"
+    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    static func accessToken(home: String, target: String = "User.Read", secret: String, realm: String = tenant) -> AccessTokenEntry {
+        AccessTokenEntry(
+            homeAccountID: home, environment: environment, clientID: clientID, realm: realm, target: target,
+            secret: secret, cachedAt: t0, expiresOn: t0.addingTimeInterval(3600))
+    }
+
+    static func account(home: String, realm: String = tenant) -> AccountEntry {
+        AccountEntry(homeAccountID: home, environment: environment, realm: realm, localAccountID: home, username: "\(home)@example")
+    }
+
+    static func lookup(_ cache: TokenCache, home: String, scopes: ScopeSet = ["user.read"]) throws -> AccessTokenEntry? {
+        try cache.accessToken(homeAccountID: home, environment: environment, realm: tenant, clientID: clientID, scopes: scopes)
+    }
+}
+
+/// The `sqlite3` command-line shell, used as a second process on the same database file.
+enum SQLiteShell {
+    static let path = "/usr/bin/sqlite3"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+    /// Runs SQL in a separate `sqlite3` process. - Returns: its standard output.
+    @discardableResult
+    static func run(_ database: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["-batch", "-bail", database]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        input.fileHandleForWriting.write(Data((".timeout 5000\n" + sql + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        if process.terminationStatus != 0 { throw ShellError(output: text) }
+        return text
+    }
+
+    struct ShellError: Error { let output: String }
+
+    /// SQL string literal.
+    static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+}
+
+/// Mode bits of a file (`st_mode & 0o777`).
+func permissions(_ path: String) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: path)
+    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
+
+/// Whether `error` is an MSAL cache error whose message contains `text`.
+func isCacheError(_ error: any Error, containing text: String) -> Bool {
+    guard let error = error as? MSALError else { return false }
+    return error == .internal(.cacheError, "") && error.message.contains(text)
+}
