@@ -35,7 +35,7 @@ func credentialKey(
 /// Source: MSAL's unified cache schema (`credential_type` `AccessToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `realm`, `target`, `secret`, `token_type`, `cached_at`, `expires_on`,
 /// `extended_expires_on`, `refresh_on`; times as epoch-second strings).
-public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The home account ID (`<uid>.<utid>` for Entra ID, the `sub` for OpenID Connect providers).
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -108,13 +108,16 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
 
     /// Same as ``description``.
     public var debugDescription: String { description }
+
+    /// The key only, so `dump` and debuggers never show the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached refresh token: an entry of the `RefreshToken` section.
 ///
 /// Source: MSAL's unified cache schema (`credential_type` `RefreshToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `family_id`, `secret`, `target`). The description never shows ``secret``.
-public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The home account ID.
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -175,13 +178,16 @@ public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, Cu
 
     /// Same as ``description``.
     public var debugDescription: String { description }
+
+    /// The key only, so `dump` and debuggers never show the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached ID token: an entry of the `IdToken` section.
 ///
 /// Source: MSAL's unified cache schema (`credential_type` `IdToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `realm`, `secret`). The description never shows ``secret``.
-public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The home account ID.
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -225,6 +231,9 @@ public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomD
 
     /// Same as ``description``.
     public var debugDescription: String { description }
+
+    /// The key only, so `dump` and debuggers never show the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached account: an entry of the `Account` section, one per tenant the user signed in to.

@@ -123,6 +123,9 @@ struct TokenCacheContentsTests {
         let at = Sample.accessToken(target: "a", secret: "SECRET-AT")
         #expect(!String(describing: at).contains("SECRET") && !String(reflecting: at).contains("SECRET"))
         #expect(String(describing: at).contains(at.key))
+        var dumped = ""
+        dump(entries, to: &dumped)
+        #expect(!dumped.contains("SECRET") && dumped.contains("<redacted>"))
         let change = TokenCacheChange(upserts: entries)
         #expect(!String(describing: change).contains("SECRET"))
     }
