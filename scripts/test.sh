@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-deps.sh --test
+scripts/glewlwyd.sh install
 
 swift build --build-tests
 
