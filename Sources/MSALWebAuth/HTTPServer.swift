@@ -37,6 +37,10 @@ public final class LoopbackHTTPServer: Sendable {
     private let state = Mutex<State>(.idle)
     private let acceptLoop = DispatchGroup()
     private let connections = DispatchGroup()
+    /// Marks this server's connection threads, so ``stop()`` called from a handler does not wait
+    /// for itself.
+    private static let threadKey = "swift-msal.LoopbackHTTPServer"
+    private var identity: String { "\(ObjectIdentifier(self).hashValue)" }
 
     /// Creates a server; nothing is bound until ``start()``.
     ///
@@ -48,7 +52,7 @@ public final class LoopbackHTTPServer: Sendable {
     ///     The head alone may take at most 64 KiB or this, whichever is smaller.
     ///   - readTimeout: seconds a connection may take to deliver its whole request (default 10).
     ///   - handler: called once per well-formed request, on that connection's thread; it may
-    ///     block briefly, and must not call ``stop()``.
+    ///     block briefly, and may call ``stop()``.
     public init(
         host: String = "127.0.0.1",
         port: UInt16 = 0,
@@ -122,8 +126,9 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// Stops listening, then waits for the connections in flight to finish (each is bounded by
-    /// the read timeout and its handler). Idempotent; safe to call from any thread except a
-    /// handler of this server.
+    /// the read timeout and its handler). Idempotent; safe to call from any thread. Called from a
+    /// handler of this server (a redirect listener that got its answer), it does not wait for
+    /// the connections: the handler's own response is still sent.
     public func stop() {
         let toClose: (listener: Int32, wakeRead: Int32, wakeWrite: Int32)? = state.withLock { state in
             switch state {
@@ -142,7 +147,9 @@ public final class LoopbackHTTPServer: Sendable {
             _ = write(toClose.wakeWrite, &byte, 1)
         }
         acceptLoop.wait()
-        connections.wait()
+        if Thread.current.threadDictionary[LoopbackHTTPServer.threadKey] as? String != identity {
+            connections.wait()
+        }
         if let toClose {
             close(toClose.listener)
             close(toClose.wakeRead)
@@ -262,6 +269,7 @@ public final class LoopbackHTTPServer: Sendable {
             #endif
             connections.enter()
             let thread = Thread { [self] in
+                Thread.current.threadDictionary[LoopbackHTTPServer.threadKey] = self.identity
                 self.serve(client)
                 close(client)
                 self.connections.leave()

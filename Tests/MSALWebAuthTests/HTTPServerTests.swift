@@ -8,6 +8,7 @@ import Glibc
 import Testing
 import MSALCore
 import MSALWebAuth
+import Synchronization
 
 /// A blocking raw-TCP client for the cases URLSession cannot produce (malformed bytes, silence).
 /// Only ever run off the cooperative pool's critical path: each call is short and bounded.
@@ -199,5 +200,26 @@ struct HTTPServerTests {
         let result = RawTCP.exchange(port: port, bytes: Array("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
         #expect(result.response.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(result.response.hasSuffix("Content-Length: 5\r\nConnection: close\r\n\r\n"))
+    }
+}
+
+@Suite("LoopbackHTTPServer stop from a handler")
+struct HTTPServerStopFromHandlerTests {
+    final class Box: Sendable {
+        let server = Mutex<LoopbackHTTPServer?>(nil)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aHandlerCanStopItsServerAndStillAnswer() async throws {
+        let box = Box()
+        let server = LoopbackHTTPServer { _ in
+            box.server.withLock { $0 }?.stop()
+            return .text("last answer")
+        }
+        box.server.withLock { $0 = server }
+        let port = try server.start()
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/callback?code=x")!)
+        #expect(String(decoding: data, as: UTF8.self) == "last answer")
+        #expect(server.port == 0)
+        box.server.withLock { $0 = nil }
     }
 }
