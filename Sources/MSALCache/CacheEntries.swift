@@ -1,0 +1,430 @@
+public import Foundation
+public import MSALCore
+
+/// The five sections of MSAL's unified token cache schema, named as in the JSON.
+///
+/// Source: MSAL's unified cache schema, shared by MSAL for iOS/macOS, .NET, Java, JavaScript and
+/// Python (the section names of a serialized cache).
+public enum CacheEntryKind: String, Sendable, Hashable, CaseIterable {
+    /// `AccessToken`: one access token per (account, environment, realm, client id, target).
+    case accessToken = "AccessToken"
+    /// `RefreshToken`: refresh tokens, tenant-independent (empty realm in the key).
+    case refreshToken = "RefreshToken"
+    /// `IdToken`: one ID token per (account, environment, realm, client id).
+    case idToken = "IdToken"
+    /// `Account`: one entry per (account, environment, realm): a tenant profile.
+    case account = "Account"
+    /// `AppMetadata`: per (client id, environment), whether the app is in a token family.
+    case appMetadata = "AppMetadata"
+}
+
+/// Builds the credential key of MSAL's unified schema:
+/// `<home_account_id>-<environment>-<credential type>-<client or family id>-<realm>-<target>`, lowercased.
+func credentialKey(
+    homeAccountID: String, environment: String, credentialType: String,
+    clientOrFamilyID: String, realm: String, target: String
+) -> String {
+    [homeAccountID, environment, credentialType, clientOrFamilyID, realm, target]
+        .joined(separator: "-").lowercased()
+}
+
+/// A cached access token: an entry of the `AccessToken` section.
+///
+/// The description never shows ``secret``.
+///
+/// Source: MSAL's unified cache schema (`credential_type` `AccessToken`, fields `home_account_id`,
+/// `environment`, `client_id`, `realm`, `target`, `secret`, `token_type`, `cached_at`, `expires_on`,
+/// `extended_expires_on`, `refresh_on`; times as epoch-second strings).
+public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The home account ID (`<uid>.<utid>` for Entra ID, the `sub` for OpenID Connect providers).
+    public var homeAccountID: String
+    /// The host (with `:port` if any) of the authority that issued the token.
+    public var environment: String
+    /// The application's client ID.
+    public var clientID: String
+    /// The tenant ID the token was issued in (for OpenID Connect providers, as the facade sets it).
+    public var realm: String
+    /// The granted scopes, space-joined, in their original case (RFC 6749 §3.3).
+    public var target: String
+    /// The access token itself. Never logged nor shown in ``description``.
+    public var secret: String
+    /// The token type, `Bearer` unless the server said otherwise (RFC 6749 §7.1).
+    public var tokenType: String
+    /// When the token was cached (an absolute instant; stored as epoch seconds, UTC).
+    public var cachedAt: Date
+    /// When the token expires (stored as epoch seconds).
+    public var expiresOn: Date
+    /// Entra ID's extended expiry (`ext_expires_in`), if the server sent one.
+    public var extendedExpiresOn: Date?
+    /// When a proactive refresh should start (Entra ID's `refresh_in`), if the server sent one.
+    public var refreshOn: Date?
+    /// Fields of the JSON entry this version does not model, kept so writing the entry back loses nothing.
+    public var additionalFields: [String: JSONValue]
+
+    /// Creates an access token entry. Dates are absolute instants; they are stored as whole epoch seconds.
+    public init(
+        homeAccountID: String,
+        environment: String,
+        clientID: String,
+        realm: String,
+        target: String,
+        secret: String,
+        tokenType: String = "Bearer",
+        cachedAt: Date,
+        expiresOn: Date,
+        extendedExpiresOn: Date? = nil,
+        refreshOn: Date? = nil,
+        additionalFields: [String: JSONValue] = [:]
+    ) {
+        self.homeAccountID = homeAccountID
+        self.environment = environment
+        self.clientID = clientID
+        self.realm = realm
+        self.target = target
+        self.secret = secret
+        self.tokenType = tokenType
+        self.cachedAt = cachedAt
+        self.expiresOn = expiresOn
+        self.extendedExpiresOn = extendedExpiresOn
+        self.refreshOn = refreshOn
+        self.additionalFields = additionalFields
+    }
+
+    /// The scopes of ``target``, compared case-insensitively.
+    public var scopes: ScopeSet { ScopeSet(spaceDelimited: target) }
+
+    /// The entry's key in MSAL's unified schema, lowercased:
+    /// `<home_account_id>-<environment>-accesstoken-<client_id>-<realm>-<target>`.
+    public var key: String {
+        credentialKey(
+            homeAccountID: homeAccountID, environment: environment, credentialType: "accesstoken",
+            clientOrFamilyID: clientID, realm: realm, target: target)
+    }
+
+    /// The key, type and times; the secret is shown as `<redacted>`.
+    public var description: String {
+        "AccessTokenEntry(key: \(key), tokenType: \(tokenType), cachedAt: \(cachedAt), expiresOn: \(expiresOn), secret: <redacted>)"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// A cached refresh token: an entry of the `RefreshToken` section.
+///
+/// Source: MSAL's unified cache schema (`credential_type` `RefreshToken`, fields `home_account_id`,
+/// `environment`, `client_id`, `family_id`, `secret`, `target`). The description never shows ``secret``.
+public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The home account ID.
+    public var homeAccountID: String
+    /// The host (with `:port` if any) of the authority that issued the token.
+    public var environment: String
+    /// The client ID the token was issued to.
+    public var clientID: String
+    /// The family ID (`"1"` for Microsoft's family of client IDs) when the server returned `foci`;
+    /// such a token can be redeemed by every client of the family.
+    public var familyID: String?
+    /// The refresh token itself. Never logged nor shown in ``description``.
+    public var secret: String
+    /// The scopes of the response that produced it, space-joined (MSAL Python writes them; MSAL for
+    /// iOS/macOS and .NET leave them out). It is part of the key when present.
+    public var target: String?
+    /// Fields of the JSON entry this version does not model (e.g. MSAL Python's
+    /// `last_modification_time`), kept so writing the entry back loses nothing.
+    public var additionalFields: [String: JSONValue]
+
+    /// Creates a refresh token entry.
+    public init(
+        homeAccountID: String,
+        environment: String,
+        clientID: String,
+        familyID: String? = nil,
+        secret: String,
+        target: String? = nil,
+        additionalFields: [String: JSONValue] = [:]
+    ) {
+        self.homeAccountID = homeAccountID
+        self.environment = environment
+        self.clientID = clientID
+        self.familyID = familyID
+        self.secret = secret
+        self.target = target
+        self.additionalFields = additionalFields
+    }
+
+    /// The entry's key in MSAL's unified schema, lowercased:
+    /// `<home_account_id>-<environment>-refreshtoken-<family_id or client_id>--<target or empty>`.
+    ///
+    /// The realm part is empty because a refresh token is valid across tenants. The target part is the
+    /// lowercased ``target`` as MSAL Python writes it, or empty as MSAL for iOS/macOS and .NET write it
+    /// when there is no target.
+    public var key: String {
+        credentialKey(
+            homeAccountID: homeAccountID, environment: environment, credentialType: "refreshtoken",
+            clientOrFamilyID: familyID ?? clientID, realm: "", target: target ?? "")
+    }
+
+    /// MSAL Python's `last_modification_time` (epoch seconds) from ``additionalFields``, if present;
+    /// used to prefer the newest of several refresh tokens.
+    public var lastModificationTime: Date? {
+        additionalFields["last_modification_time"].flatMap(parseEpochSeconds)
+    }
+
+    /// The key; the secret is shown as `<redacted>`.
+    public var description: String { "RefreshTokenEntry(key: \(key), secret: <redacted>)" }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// A cached ID token: an entry of the `IdToken` section.
+///
+/// Source: MSAL's unified cache schema (`credential_type` `IdToken`, fields `home_account_id`,
+/// `environment`, `client_id`, `realm`, `secret`). The description never shows ``secret``.
+public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The home account ID.
+    public var homeAccountID: String
+    /// The host (with `:port` if any) of the authority that issued the token.
+    public var environment: String
+    /// The client ID (the token's `aud`).
+    public var clientID: String
+    /// The tenant ID the token was issued in.
+    public var realm: String
+    /// The raw ID token (a JWT). Never logged nor shown in ``description``.
+    public var secret: String
+    /// Fields of the JSON entry this version does not model, kept so writing the entry back loses nothing.
+    public var additionalFields: [String: JSONValue]
+
+    /// Creates an ID token entry.
+    public init(
+        homeAccountID: String,
+        environment: String,
+        clientID: String,
+        realm: String,
+        secret: String,
+        additionalFields: [String: JSONValue] = [:]
+    ) {
+        self.homeAccountID = homeAccountID
+        self.environment = environment
+        self.clientID = clientID
+        self.realm = realm
+        self.secret = secret
+        self.additionalFields = additionalFields
+    }
+
+    /// The entry's key in MSAL's unified schema, lowercased:
+    /// `<home_account_id>-<environment>-idtoken-<client_id>-<realm>-` (empty target).
+    public var key: String {
+        credentialKey(
+            homeAccountID: homeAccountID, environment: environment, credentialType: "idtoken",
+            clientOrFamilyID: clientID, realm: realm, target: "")
+    }
+
+    /// The key; the secret is shown as `<redacted>`.
+    public var description: String { "IDTokenEntry(key: \(key), secret: <redacted>)" }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// A cached account: an entry of the `Account` section, one per tenant the user signed in to.
+///
+/// Source: MSAL's unified cache schema (fields `home_account_id`, `environment`, `realm`,
+/// `local_account_id`, `username`, `authority_type`, `account_source`, `name`, `given_name`,
+/// `family_name`).
+public struct AccountEntry: Sendable, Hashable {
+    /// The home account ID.
+    public var homeAccountID: String
+    /// The host (with `:port` if any) of the authority.
+    public var environment: String
+    /// The tenant ID of this profile.
+    public var realm: String
+    /// The user's object ID in this tenant (`oid`), or the `sub` for OpenID Connect providers.
+    public var localAccountID: String
+    /// The username shown to people (`preferred_username`, `upn` or `email`), if known.
+    public var username: String?
+    /// `MSSTS` for Entra ID, `Other` for generic OpenID Connect providers (MSAL's values; `ADFS` also exists).
+    public var authorityType: String
+    /// How the account was created (MSAL Python writes the grant type, e.g. `authorization_code`).
+    public var accountSource: String?
+    /// The user's display name (`name` claim).
+    public var name: String?
+    /// The `given_name` claim.
+    public var givenName: String?
+    /// The `family_name` claim.
+    public var familyName: String?
+    /// Fields of the JSON entry this version does not model, kept so writing the entry back loses nothing.
+    public var additionalFields: [String: JSONValue]
+
+    /// `MSSTS`, the authority type of Entra ID accounts.
+    public static let entraAuthorityType = "MSSTS"
+    /// `Other`, the authority type of accounts from generic OpenID Connect providers.
+    public static let otherAuthorityType = "Other"
+
+    /// Creates an account entry.
+    public init(
+        homeAccountID: String,
+        environment: String,
+        realm: String,
+        localAccountID: String,
+        username: String? = nil,
+        authorityType: String = AccountEntry.entraAuthorityType,
+        accountSource: String? = nil,
+        name: String? = nil,
+        givenName: String? = nil,
+        familyName: String? = nil,
+        additionalFields: [String: JSONValue] = [:]
+    ) {
+        self.homeAccountID = homeAccountID
+        self.environment = environment
+        self.realm = realm
+        self.localAccountID = localAccountID
+        self.username = username
+        self.authorityType = authorityType
+        self.accountSource = accountSource
+        self.name = name
+        self.givenName = givenName
+        self.familyName = familyName
+        self.additionalFields = additionalFields
+    }
+
+    /// The entry's key in MSAL's unified schema, lowercased: `<home_account_id>-<environment>-<realm>`.
+    public var key: String { [homeAccountID, environment, realm].joined(separator: "-").lowercased() }
+}
+
+/// Per-application metadata: an entry of the `AppMetadata` section.
+///
+/// Source: MSAL's unified cache schema (fields `client_id`, `environment`, `family_id`).
+public struct AppMetadataEntry: Sendable, Hashable {
+    /// The application's client ID.
+    public var clientID: String
+    /// The host (with `:port` if any) of the authority.
+    public var environment: String
+    /// The family the app belongs to (`"1"`), if the server said so (`foci`).
+    public var familyID: String?
+    /// Fields of the JSON entry this version does not model, kept so writing the entry back loses nothing.
+    public var additionalFields: [String: JSONValue]
+
+    /// Creates an app metadata entry.
+    public init(clientID: String, environment: String, familyID: String? = nil, additionalFields: [String: JSONValue] = [:]) {
+        self.clientID = clientID
+        self.environment = environment
+        self.familyID = familyID
+        self.additionalFields = additionalFields
+    }
+
+    /// The entry's key in MSAL's unified schema, lowercased: `appmetadata-<environment>-<client_id>`.
+    public var key: String { ["appmetadata", environment, clientID].joined(separator: "-").lowercased() }
+}
+
+/// Any one cache entry, tagged with its section.
+public enum CacheEntry: Sendable, Hashable, CustomStringConvertible {
+    /// An `AccessToken` entry.
+    case accessToken(AccessTokenEntry)
+    /// A `RefreshToken` entry.
+    case refreshToken(RefreshTokenEntry)
+    /// An `IdToken` entry.
+    case idToken(IDTokenEntry)
+    /// An `Account` entry.
+    case account(AccountEntry)
+    /// An `AppMetadata` entry.
+    case appMetadata(AppMetadataEntry)
+
+    /// The entry's key in MSAL's unified schema (see each entry type), lowercased.
+    public var key: String {
+        switch self {
+        case .accessToken(let entry): entry.key
+        case .refreshToken(let entry): entry.key
+        case .idToken(let entry): entry.key
+        case .account(let entry): entry.key
+        case .appMetadata(let entry): entry.key
+        }
+    }
+
+    /// The section the entry belongs to.
+    public var kind: CacheEntryKind {
+        switch self {
+        case .accessToken: .accessToken
+        case .refreshToken: .refreshToken
+        case .idToken: .idToken
+        case .account: .account
+        case .appMetadata: .appMetadata
+        }
+    }
+
+    /// The home account ID, or `""` for app metadata.
+    public var homeAccountID: String {
+        switch self {
+        case .accessToken(let entry): entry.homeAccountID
+        case .refreshToken(let entry): entry.homeAccountID
+        case .idToken(let entry): entry.homeAccountID
+        case .account(let entry): entry.homeAccountID
+        case .appMetadata: ""
+        }
+    }
+
+    /// The environment (authority host) of the entry.
+    public var environment: String {
+        switch self {
+        case .accessToken(let entry): entry.environment
+        case .refreshToken(let entry): entry.environment
+        case .idToken(let entry): entry.environment
+        case .account(let entry): entry.environment
+        case .appMetadata(let entry): entry.environment
+        }
+    }
+
+    /// The client ID, or `""` for accounts.
+    public var clientID: String {
+        switch self {
+        case .accessToken(let entry): entry.clientID
+        case .refreshToken(let entry): entry.clientID
+        case .idToken(let entry): entry.clientID
+        case .account: ""
+        case .appMetadata(let entry): entry.clientID
+        }
+    }
+
+    /// The realm (tenant), or `""` for refresh tokens and app metadata.
+    public var realm: String {
+        switch self {
+        case .accessToken(let entry): entry.realm
+        case .idToken(let entry): entry.realm
+        case .account(let entry): entry.realm
+        case .refreshToken, .appMetadata: ""
+        }
+    }
+
+    /// The kind and key; never a secret.
+    public var description: String { "\(kind.rawValue)(\(key))" }
+}
+
+/// Names one entry to remove: its section and its key as stored (which may be another MSAL's key).
+public struct CacheEntryRemoval: Sendable, Hashable {
+    /// The section.
+    public var kind: CacheEntryKind
+    /// The key under which the entry is stored.
+    public var key: String
+
+    /// Creates a removal.
+    public init(kind: CacheEntryKind, key: String) {
+        self.kind = kind
+        self.key = key
+    }
+
+    /// A removal of `entry` under its own ``CacheEntry/key``.
+    public init(_ entry: CacheEntry) {
+        self.init(kind: entry.kind, key: entry.key)
+    }
+}
+
+/// Parses MSAL's epoch-second timestamps: a string of digits (what every MSAL writes) or a JSON number.
+func parseEpochSeconds(_ value: JSONValue) -> Date? {
+    guard let seconds = value.doubleValue, seconds.isFinite else { return nil }
+    return Date(timeIntervalSince1970: seconds)
+}
+
+/// Formats a date as MSAL's epoch-second string (whole seconds, rounded down).
+func formatEpochSeconds(_ date: Date) -> String {
+    String(Int64(date.timeIntervalSince1970.rounded(.down)))
+}

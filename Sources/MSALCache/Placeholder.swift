@@ -1,1 +1,0 @@
-// MSALCache: placeholder until the module lands.

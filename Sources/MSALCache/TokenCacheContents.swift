@@ -1,0 +1,170 @@
+public import Foundation
+public import MSALCore
+
+/// The whole content of a token cache in MSAL's unified schema: each section's entries by the key
+/// they are stored under.
+///
+/// Keys are kept as read: a cache written by another MSAL may use keys that differ from this
+/// version's ``CacheEntry/key`` (MSAL for iOS/macOS and .NET leave the refresh token's target out of
+/// the key; MSAL Python puts it in), and they are written back unchanged.
+///
+/// Source: MSAL's unified cache schema, as serialized by MSAL Python's `SerializableTokenCache`
+/// and MSAL .NET's `SerializeMsalV3`.
+public struct TokenCacheContents: Sendable, Equatable {
+    /// `AccessToken` entries by stored key.
+    public var accessTokens: [String: AccessTokenEntry]
+    /// `RefreshToken` entries by stored key.
+    public var refreshTokens: [String: RefreshTokenEntry]
+    /// `IdToken` entries by stored key.
+    public var idTokens: [String: IDTokenEntry]
+    /// `Account` entries by stored key.
+    public var accounts: [String: AccountEntry]
+    /// `AppMetadata` entries by stored key.
+    public var appMetadata: [String: AppMetadataEntry]
+    /// Top-level sections this version does not know, kept verbatim so writing the cache back loses nothing.
+    public var unknownSections: [String: JSONValue]
+    /// Entries of known sections that could not be read (a required field missing, or a credential
+    /// type this version does not serve, such as a proof-of-possession token), by section name and key.
+    /// Kept verbatim for writing back; never returned by a lookup.
+    public var unreadableEntries: [String: [String: JSONValue]]
+
+    /// An empty cache.
+    public init() {
+        accessTokens = [:]
+        refreshTokens = [:]
+        idTokens = [:]
+        accounts = [:]
+        appMetadata = [:]
+        unknownSections = [:]
+        unreadableEntries = [:]
+    }
+
+    /// Reads a cache serialized as MSAL's JSON (what MSAL Python's `serialize()` and MSAL .NET's
+    /// `SerializeMsalV3()` write). Empty or all-whitespace data reads as an empty cache.
+    ///
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the data is not a JSON object, or a
+    ///   known section is not an object. A single unreadable entry does not fail the read: it goes
+    ///   to ``unreadableEntries``.
+    public init(msalJSON data: Data) throws(MSALError) {
+        self.init()
+        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return }
+        guard let root = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let sections) = root else {
+            throw .internal(
+                .cacheError,
+                "The token cache is not MSAL JSON (expected a JSON object of sections). Delete the cache file to start over; users will sign in again.")
+        }
+        for (name, value) in sections {
+            guard let kind = CacheEntryKind(rawValue: name) else {
+                unknownSections[name] = value
+                continue
+            }
+            guard case .object(let entries) = value else {
+                throw .internal(.cacheError, "The token cache's \(name) section is not a JSON object. Delete the cache file to start over.")
+            }
+            for (key, entryValue) in entries {
+                guard case .object(let object) = entryValue, let entry = try? CacheEntry(kind: kind, msalJSONObject: object) else {
+                    unreadableEntries[name, default: [:]][key] = entryValue
+                    continue
+                }
+                insert(entry, storedKey: key)
+            }
+        }
+    }
+
+    /// Serializes the cache as MSAL's JSON: the five sections (always present, possibly empty), each
+    /// an object of entries by stored key, plus ``unknownSections`` and ``unreadableEntries``
+    /// verbatim. Keys are sorted; timestamps are epoch-second strings; UTF-8.
+    ///
+    /// - Returns: the JSON document.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` if a preserved value cannot be encoded.
+    public func msalJSON() throws(MSALError) -> Data {
+        var root = unknownSections
+        for kind in CacheEntryKind.allCases {
+            var section: [String: JSONValue] = unreadableEntries[kind.rawValue] ?? [:]
+            for (key, entry) in entries(of: kind) { section[key] = .object(entry.msalJSONObject) }
+            root[kind.rawValue] = .object(section)
+        }
+        return try encodeJSON(.object(root), pretty: true)
+    }
+
+    /// The readable entries of one section with their stored keys.
+    /// - Returns: pairs of stored key and entry, in no particular order.
+    public func entries(of kind: CacheEntryKind) -> [(key: String, entry: CacheEntry)] {
+        switch kind {
+        case .accessToken: accessTokens.map { ($0.key, .accessToken($0.value)) }
+        case .refreshToken: refreshTokens.map { ($0.key, .refreshToken($0.value)) }
+        case .idToken: idTokens.map { ($0.key, .idToken($0.value)) }
+        case .account: accounts.map { ($0.key, .account($0.value)) }
+        case .appMetadata: appMetadata.map { ($0.key, .appMetadata($0.value)) }
+        }
+    }
+
+    /// The entry stored under `key` in the section `kind`, if any.
+    public func entry(kind: CacheEntryKind, key: String) -> CacheEntry? {
+        switch kind {
+        case .accessToken: accessTokens[key].map { .accessToken($0) }
+        case .refreshToken: refreshTokens[key].map { .refreshToken($0) }
+        case .idToken: idTokens[key].map { .idToken($0) }
+        case .account: accounts[key].map { .account($0) }
+        case .appMetadata: appMetadata[key].map { .appMetadata($0) }
+        }
+    }
+
+    /// The number of readable entries in all sections.
+    public var count: Int {
+        accessTokens.count + refreshTokens.count + idTokens.count + accounts.count + appMetadata.count
+    }
+
+    /// Stores `entry` under `storedKey` (replacing what was there).
+    public mutating func insert(_ entry: CacheEntry, storedKey: String) {
+        switch entry {
+        case .accessToken(let value): accessTokens[storedKey] = value
+        case .refreshToken(let value): refreshTokens[storedKey] = value
+        case .idToken(let value): idTokens[storedKey] = value
+        case .account(let value): accounts[storedKey] = value
+        case .appMetadata(let value): appMetadata[storedKey] = value
+        }
+    }
+
+    /// Removes the entry stored under `key` in section `kind` (readable or not).
+    /// - Returns: the removed readable entry, if there was one.
+    @discardableResult
+    public mutating func remove(kind: CacheEntryKind, key: String) -> CacheEntry? {
+        unreadableEntries[kind.rawValue]?[key] = nil
+        if unreadableEntries[kind.rawValue]?.isEmpty == true { unreadableEntries[kind.rawValue] = nil }
+        switch kind {
+        case .accessToken: return accessTokens.removeValue(forKey: key).map { .accessToken($0) }
+        case .refreshToken: return refreshTokens.removeValue(forKey: key).map { .refreshToken($0) }
+        case .idToken: return idTokens.removeValue(forKey: key).map { .idToken($0) }
+        case .account: return accounts.removeValue(forKey: key).map { .account($0) }
+        case .appMetadata: return appMetadata.removeValue(forKey: key).map { .appMetadata($0) }
+        }
+    }
+
+    /// Applies a change the way every ``TokenCacheStore`` does: first the removals, then the upserts,
+    /// each upsert stored under its own ``CacheEntry/key``.
+    public mutating func apply(_ change: TokenCacheChange) {
+        for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
+        for entry in change.upserts {
+            unreadableEntries[entry.kind.rawValue]?[entry.key] = nil
+            insert(entry, storedKey: entry.key)
+        }
+    }
+}
+
+/// One atomic change to a token cache: entries to remove, then entries to insert or replace.
+public struct TokenCacheChange: Sendable, Hashable {
+    /// Entries to insert or replace, each under its own ``CacheEntry/key``. Applied after ``removals``.
+    public var upserts: [CacheEntry]
+    /// Entries to remove by section and stored key. Removing a missing entry is not an error.
+    public var removals: [CacheEntryRemoval]
+
+    /// Creates a change.
+    public init(upserts: [CacheEntry] = [], removals: [CacheEntryRemoval] = []) {
+        self.upserts = upserts
+        self.removals = removals
+    }
+
+    /// Whether the change does nothing.
+    public var isEmpty: Bool { upserts.isEmpty && removals.isEmpty }
+}

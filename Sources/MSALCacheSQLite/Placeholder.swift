@@ -1,1 +1,0 @@
-// MSALCacheSQLite: placeholder until the module lands.

@@ -1,0 +1,148 @@
+internal import CSQLite
+import MSALCore
+
+/// SQLite's `SQLITE_TRANSIENT` (a macro Swift cannot import): tells SQLite to copy bound text.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One SQLite connection with cached prepared statements. Not thread-safe: the store guards it
+/// with a lock.
+final class SQLiteConnection {
+    let db: OpaquePointer
+    let path: String
+    let busyTimeout: Double
+    /// Commits made through this connection (SQLite's `data_version` does not count them).
+    var ownWrites: UInt64 = 0
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens the existing file at `path` read-write (never creating it: the store creates it with mode 0600).
+    init(path: String, busyTimeout: Double) throws(MSALError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw SQLiteConnection.error(code: rc, sqliteMessage: message, path: path, busyTimeout: busyTimeout, doing: "opening the token cache")
+        }
+        self.db = handle
+        self.path = path
+        self.busyTimeout = busyTimeout
+        sqlite3_busy_timeout(handle, Int32(max(0, min(busyTimeout * 1000, Double(Int32.max)))))
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(db)
+    }
+
+    /// A cache error for the result code `code` with a message that says what to do.
+    func error(_ code: Int32, doing: String) -> MSALError {
+        SQLiteConnection.error(code: code, sqliteMessage: String(cString: sqlite3_errmsg(db)), path: path, busyTimeout: busyTimeout, doing: doing)
+    }
+
+    static func error(code: Int32, sqliteMessage: String, path: String, busyTimeout: Double, doing: String) -> MSALError {
+        let advice: String
+        switch code & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            advice = "The token cache '\(path)' is locked by another process for longer than the busy timeout (\(busyTimeout) s). Retry later, or end the program that holds it."
+        case SQLITE_CORRUPT:
+            advice = "The token cache '\(path)' is corrupt. Delete it and its -wal and -shm files; users will sign in again."
+        case SQLITE_NOTADB:
+            advice = "The file '\(path)' is not an SQLite database, so swift-msal left it untouched. Move it away or use another path for the token cache."
+        case SQLITE_CANTOPEN:
+            advice = "The token cache '\(path)' cannot be opened. Check that its directory exists and is writable by this user."
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
+            advice = "The token cache '\(path)' is not writable. Make the file, its -wal and -shm files and its directory writable by this user."
+        case SQLITE_FULL:
+            advice = "The disk holding the token cache '\(path)' is full. Free some space and retry."
+        case SQLITE_IOERR:
+            advice = "An I/O error occurred on the token cache '\(path)'. Check the disk and the file system."
+        default:
+            advice = "SQLite failed on the token cache '\(path)'."
+        }
+        return .internal(.cacheError, "\(advice) (SQLite error \(code) while \(doing): \(sqliteMessage))")
+    }
+
+    /// Runs SQL without results (several statements allowed).
+    func execute(_ sql: String, doing: String) throws(MSALError) {
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, doing: doing) }
+    }
+
+    /// A cached prepared statement, reset and with no bindings.
+    func statement(_ sql: String, doing: String) throws(MSALError) -> Statement {
+        if let cached = statements[sql] {
+            sqlite3_reset(cached)
+            sqlite3_clear_bindings(cached)
+            return Statement(handle: cached, connection: self, doing: doing)
+        }
+        var handle: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db, sql, -1, &handle, nil)
+        guard rc == SQLITE_OK, let handle else { throw error(rc, doing: doing) }
+        statements[sql] = handle
+        return Statement(handle: handle, connection: self, doing: doing)
+    }
+
+    /// The single integer a query (e.g. a PRAGMA) returns.
+    func integer(_ sql: String, doing: String) throws(MSALError) -> Int64 {
+        let statement = try statement(sql, doing: doing)
+        defer { statement.reset() }
+        guard try statement.step() else { throw error(SQLITE_ERROR, doing: doing) }
+        return statement.int64(0)
+    }
+
+    /// Runs `body` in a transaction (`BEGIN IMMEDIATE` takes the write lock first); rolls back when it throws.
+    func transaction<T>(immediate: Bool, doing: String, _ body: () throws(MSALError) -> T) throws(MSALError) -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN", doing: doing)
+        let result: T
+        do throws(MSALError) {
+            result = try body()
+            try execute("COMMIT", doing: doing)
+        } catch {
+            if sqlite3_get_autocommit(db) == 0 { sqlite3_exec(db, "ROLLBACK", nil, nil, nil) }
+            throw error
+        }
+        return result
+    }
+}
+
+/// A prepared statement being run.
+struct Statement {
+    let handle: OpaquePointer
+    let connection: SQLiteConnection
+    let doing: String
+
+    /// Binds text to the 1-based parameter `index` (SQLite copies it).
+    func bind(_ index: Int32, _ text: String) throws(MSALError) {
+        let rc = sqlite3_bind_text(handle, index, text, -1, sqliteTransient)
+        guard rc == SQLITE_OK else { throw connection.error(rc, doing: doing) }
+    }
+
+    /// Steps once. - Returns: `true` when a row is available, `false` when done.
+    func step() throws(MSALError) -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            sqlite3_reset(handle)
+            throw connection.error(rc, doing: doing)
+        }
+    }
+
+    /// Runs to completion, ignoring rows.
+    func run() throws(MSALError) {
+        defer { reset() }
+        while try step() {}
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        return String(cString: pointer)
+    }
+
+    func reset() { sqlite3_reset(handle) }
+}
