@@ -96,7 +96,7 @@ public final class PublicClientApplication: Sendable {
             response,
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
-                expectedHomeAccountID: nil, knownRealm: nil))
+                expectedHomeAccountID: nil, knownRealm: nil, accountSource: "device_code"))
     }
 
     // MARK: - Silent
@@ -200,7 +200,7 @@ public final class PublicClientApplication: Sendable {
             response,
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
-                expectedHomeAccountID: account.identifier, knownRealm: realm))
+                expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
     }
 
     /// A refresh the provider refused is `interactionRequired`: an OAuth error the network layer

@@ -16,6 +16,9 @@ struct ResponseContext {
     let expectedHomeAccountID: String?
     /// For a refresh: the realm the request was made in.
     let knownRealm: String?
+    /// How the account signed in (`device_code`, ...), for a new account entry; a refresh keeps
+    /// the cached entry's value.
+    let accountSource: String?
 }
 
 extension PublicClientApplication {
@@ -108,6 +111,7 @@ extension PublicClientApplication {
             IDTokenEntry(homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm, secret: $0)
         }
         var accountEntry: AccountEntry?
+        let existingEntries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
         if let claims = newClaims {
             let localID: String = switch authority.type {
             case .aad: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
@@ -116,9 +120,11 @@ extension PublicClientApplication {
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,
                 username: claims.preferredUsername, authorityType: authority.type == .aad ? "MSSTS" : "Other",
-                accountSource: "device_code", name: claims.name,
+                accountSource: context.accountSource
+                    ?? existingEntries.first { $0.realm.lowercased() == realm.lowercased() }?.accountSource,
+                name: claims.name,
                 givenName: claims.all["given_name"]?.stringValue, familyName: claims.all["family_name"]?.stringValue)
-        } else if try cache.accountEntries(homeAccountID: homeAccountID, environment: environment).isEmpty {
+        } else if existingEntries.isEmpty {
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm,
                 localAccountID: clientInfo?.uniqueID ?? homeAccountID, username: nil,
