@@ -39,7 +39,11 @@ let package = Package(
         ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
-        .testTarget(name: "MSALCacheTests", dependencies: ["MSALCache", "MSALTestSupport"]),
+        .testTarget(
+            name: "MSALCacheTests",
+            dependencies: ["MSALCache", "MSALTestSupport"],
+            exclude: ["Fixtures"]  // read from the source tree by path
+        ),
         .testTarget(
             name: "MSALCacheSQLiteTests",
             dependencies: ["MSALCacheSQLite", "MSALTestSupport"]

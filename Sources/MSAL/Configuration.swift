@@ -1,0 +1,53 @@
+public import Foundation
+public import MSALCache
+public import MSALCore
+public import MSALNetwork
+
+/// How a ``PublicClientApplication`` is set up: the app's registration, its default authority,
+/// where tokens are kept, and the parts a test or an app may replace (clock, logger, transport).
+///
+/// Source: MSAL for iOS/macOS `MSALPublicClientApplicationConfig`.
+public struct PublicClientApplicationConfiguration: Sendable {
+    /// The application (client) ID from the app registration.
+    public var clientID: String
+    /// The authority used when a request does not name one. MSAL's default is
+    /// `https://login.microsoftonline.com/common`.
+    public var authority: Authority
+    /// Where the token cache is persisted. Default: an in-memory store (nothing survives the process).
+    public var cacheStore: any TokenCacheStore
+    /// Seconds before an access token's expiry from which the cache no longer serves it and a silent
+    /// request refreshes instead. Default 300 (as MSAL for iOS/macOS `tokenExpirationBuffer`).
+    public var tokenExpirationBuffer: TimeInterval
+    /// Seconds of clock skew allowed when checking an ID token's `exp`. Default 300.
+    public var allowedClockSkew: TimeInterval
+    /// The source of "now". Default: the system clock.
+    public var clock: any WallClock
+    /// Where log lines go. Default: nowhere (``Logger/none``); PII is masked unless the logger opts in.
+    public var logger: Logger
+    /// The HTTP client. Default: ``URLSessionTransport`` with a 30 s timeout.
+    public var transport: any HTTPTransport
+    /// How the device-code flow waits between polls; replaceable so tests do not sleep.
+    /// Receives seconds. Default: `Task.sleep`.
+    public var sleep: @Sendable (TimeInterval) async throws -> Void
+
+    /// Creates a configuration.
+    /// - Parameters:
+    ///   - clientID: the application (client) ID.
+    ///   - authority: the default authority; see ``Authority``.
+    ///   - cacheStore: the persistent store (for example `SQLiteTokenCacheStore`); default in-memory.
+    public init(
+        clientID: String,
+        authority: Authority,
+        cacheStore: any TokenCacheStore = InMemoryTokenCacheStore()
+    ) {
+        self.clientID = clientID
+        self.authority = authority
+        self.cacheStore = cacheStore
+        self.tokenExpirationBuffer = 300
+        self.allowedClockSkew = 300
+        self.clock = SystemWallClock()
+        self.logger = .none
+        self.transport = URLSessionTransport()
+        self.sleep = { seconds in try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000)) }
+    }
+}

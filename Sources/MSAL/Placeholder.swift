@@ -1,1 +1,0 @@
-// MSAL: placeholder until the module lands.

@@ -1,0 +1,342 @@
+import Foundation
+public import MSALCore
+import MSALCache
+import MSALNetwork
+import MSALWebAuth
+
+/// The entry point of swift-msal for apps that cannot keep a secret: command-line tools, desktop
+/// apps, and servers acting for a signed-in user.
+///
+/// One instance serves many clouds and tenants: the configuration's authority is only the default,
+/// and each request may name another. Tokens go to the configured ``TokenCacheStore``; get tokens
+/// with ``acquireTokenSilent(with:)`` first, and sign in (``acquireToken(with:deviceCodeHandler:)``)
+/// only when it throws ``MSALError/Code/interactionRequired``.
+///
+/// Source: MSAL for iOS/macOS `MSALPublicClientApplication`.
+public final class PublicClientApplication: Sendable {
+    /// The configuration the application was created with.
+    public let configuration: PublicClientApplicationConfiguration
+
+    let cache: TokenCache
+    let discovery: OpenIDConfigurationCache
+    let client: OAuth2Client
+    let refreshes = RefreshCoordinator()
+
+    /// Creates an application.
+    /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has whitespace.
+    public init(configuration: PublicClientApplicationConfiguration) throws(MSALError) {
+        let clientID = configuration.clientID
+        guard !clientID.isEmpty, !clientID.contains(where: { $0.isWhitespace }) else {
+            throw .internal(.invalidParameter, "The client ID must be a non-empty string without whitespace.")
+        }
+        self.configuration = configuration
+        self.cache = TokenCache(store: configuration.cacheStore, logger: configuration.logger)
+        self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
+        self.client = OAuth2Client(transport: configuration.transport, logger: configuration.logger)
+    }
+
+    private var logger: Logger { configuration.logger }
+
+    // MARK: - Device code
+
+    /// Signs a user in with the device authorization grant (RFC 8628), for machines without a browser.
+    ///
+    /// Requests a device code, calls `deviceCodeHandler` with what the user must do (user code,
+    /// verification URI, expiry, message) before polling starts, then polls the token endpoint at
+    /// the provider's interval (`slow_down` adds 5 s, RFC 8628 §3.5). The tokens are cached.
+    ///
+    /// - Returns: the result, with ``AuthenticationResult/tokenSource`` `.identityProvider`.
+    /// - Throws: ``MSALError``: `.internal(.invalidScope)` for a reserved or empty scope;
+    ///   `.internal(.invalidAuthority)`; `.internal(.networkError)` when the provider is down;
+    ///   `.userCanceled` when the user denies the request or the task is canceled (or the handler
+    ///   throws); `.internal(.deviceCodeExpired)` when the code expires first; `.serverError` for
+    ///   other provider errors; `.serverDeclinedScopes` when fewer scopes were granted (the token is
+    ///   cached all the same).
+    public func acquireToken(
+        with parameters: DeviceCodeParameters,
+        deviceCodeHandler: @escaping @Sendable (DeviceCodeInfo) async throws -> Void
+    ) async throws(MSALError) -> AuthenticationResult {
+        let scopes = try ScopeSet.validatedRequest(parameters.scopes)
+        let authority = parameters.authority ?? configuration.authority
+        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        logger.info("device code sign-in at \(authority.environment), correlation \(correlationID)")
+        let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
+        guard let deviceEndpoint = openID.deviceAuthorizationEndpoint else {
+            throw .internal(.invalidParameter, "The provider at \(authority) does not support the device authorization grant (no device_authorization_endpoint).")
+        }
+        let clock = configuration.clock
+        let flow = DeviceCodeFlow(client: client, clock: clock, sleep: configuration.sleep, logger: logger)
+        let response = try await flow.run(
+            deviceAuthorizationEndpoint: deviceEndpoint,
+            tokenEndpoint: openID.tokenEndpoint,
+            clientID: configuration.clientID,
+            scopes: scopes.union(ScopeSet.reservedOIDCScopes),
+            extraParameters: protocolParameters(for: authority).merging(parameters.extraQueryParameters) { _, app in app },
+            correlationID: correlationID
+        ) { authorization in
+            let info = DeviceCodeInfo(
+                userCode: authorization.userCode,
+                verificationURI: authorization.verificationURI,
+                verificationURIComplete: authorization.verificationURIComplete,
+                expiresIn: authorization.expiresIn,
+                expiresOn: clock.now().addingTimeInterval(authorization.expiresIn),
+                interval: authorization.interval,
+                message: authorization.message
+                    ?? "To sign in, use a web browser to open the page \(authorization.verificationURI.absoluteString) and enter the code \(authorization.userCode) to authenticate."
+            )
+            do {
+                try await deviceCodeHandler(info)
+            } catch let error as MSALError {
+                throw error
+            } catch {
+                throw MSALError(.userCanceled, message: "The device code handler stopped the sign-in: \(error).", correlationID: correlationID)
+            }
+        }
+        return try await handle(
+            response,
+            context: ResponseContext(
+                authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
+                expectedHomeAccountID: nil, knownRealm: nil, accountSource: "device_code"))
+    }
+
+    // MARK: - Silent
+
+    /// Gets a token without user interaction: from the cache while the access token outlives
+    /// ``PublicClientApplicationConfiguration/tokenExpirationBuffer``, else by redeeming the refresh
+    /// token (RFC 6749 §6). Concurrent calls for the same account and scopes share one refresh.
+    ///
+    /// A refresh response without a new refresh token or ID token keeps the cached ones.
+    ///
+    /// - Returns: the result; ``AuthenticationResult/tokenSource`` says whether it came from the cache.
+    /// - Throws: ``MSALError``: `.interactionRequired` when the account has no refresh token in the
+    ///   cache or the provider rejects it (with the server's `error`, `suberror`, HTTP status and
+    ///   correlation ID); `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
+    ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
+    public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
+        let scopes = try ScopeSet.validatedRequest(parameters.scopes)
+        let requestAuthority = parameters.authority ?? configuration.authority
+        let account = parameters.account
+        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        let environment = requestAuthority.environment
+        let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
+        let now = configuration.clock.now()
+
+        let cached = try cache.accessToken(
+            homeAccountID: account.identifier, environment: environment, realm: realm,
+            clientID: configuration.clientID, scopes: scopes)
+        let decision = SilentDecision.decide(
+            expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
+            expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: parameters.forceRefresh)
+        if decision == .useCached, let cached {
+            logger.debug("silent request served from the cache for \(pii: account.identifier)")
+            return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
+        }
+
+        let key = [account.identifier.lowercased(), environment, realm.lowercased(), scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : ""].joined(separator: "|")
+        let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
+            await refreshResult(
+                account: account, authority: authority, realm: realm, scopes: scopes,
+                extraParameters: parameters.extraQueryParameters, correlationID: correlationID)
+        }
+        let refreshed: Result<AuthenticationResult, MSALError>
+        do {
+            refreshed = .success(try await refreshes.run(key: key, operation))
+        } catch {
+            refreshed = .failure(error)
+        }
+        switch refreshed {
+        case .success(let result):
+            return result
+        case .failure(let error):
+            if decision == .refreshOrUseCached, let cached, error.code != .interactionRequired {
+                logger.warning("proactive refresh failed (\(error.codeString)); serving the cached token")
+                return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
+            }
+            throw error
+        }
+    }
+
+    /// ``refresh(account:authority:realm:scopes:extraParameters:correlationID:)`` as a `Result`,
+    /// the shape ``RefreshCoordinator`` shares between waiting callers.
+    private func refreshResult(
+        account: Account, authority: Authority, realm: String, scopes: ScopeSet,
+        extraParameters: [String: String], correlationID: String
+    ) async -> Result<AuthenticationResult, MSALError> {
+        do {
+            return .success(try await refresh(
+                account: account, authority: authority, realm: realm, scopes: scopes,
+                extraParameters: extraParameters, correlationID: correlationID))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Redeems the account's refresh token and caches what comes back.
+    private func refresh(
+        account: Account, authority: Authority, realm: String, scopes: ScopeSet,
+        extraParameters: [String: String], correlationID: String
+    ) async throws(MSALError) -> AuthenticationResult {
+        guard let refreshToken = try cache.refreshToken(
+            homeAccountID: account.identifier, environment: authority.environment, clientID: configuration.clientID)
+        else {
+            throw MSALError(
+                .interactionRequired,
+                message: "No refresh token is cached for this account and client; sign in interactively.",
+                correlationID: correlationID)
+        }
+        let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
+        logger.info("redeeming the refresh token at \(authority.environment), correlation \(correlationID)")
+        let response: TokenResponse
+        do {
+            response = try await client.redeemRefreshToken(
+                tokenEndpoint: openID.tokenEndpoint, clientID: configuration.clientID,
+                refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
+                extraParameters: protocolParameters(for: authority).merging(extraParameters) { _, app in app },
+                correlationID: correlationID)
+        } catch {
+            throw Self.refreshFailure(error, correlationID: correlationID)
+        }
+        return try await handle(
+            response,
+            context: ResponseContext(
+                authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
+                expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
+    }
+
+    /// A refresh the provider refused is `interactionRequired`: an OAuth error the network layer
+    /// already classified so (`invalid_grant`, ...), or a 400/401 whose body is empty or not JSON
+    /// (Glewlwyd answers a revoked refresh token with HTTP 400 and an empty body).
+    static func refreshFailure(_ error: MSALError, correlationID: String) -> MSALError {
+        if error.code == .serverError, error.internalCode == .invalidResponse,
+           let status = error.httpStatusCode, status == 400 || status == 401 {
+            var mapped = error
+            mapped.code = .interactionRequired
+            mapped.internalCode = nil
+            mapped.message = "The identity provider rejected the refresh token (\(error.message)); sign in interactively."
+            if mapped.correlationID == nil { mapped.correlationID = correlationID }
+            return mapped
+        }
+        return error
+    }
+
+    /// The authority and realm a silent request for `account` uses. On Entra ID, `common`,
+    /// `organizations` and `consumers` become the account's home tenant; a tenant domain is mapped
+    /// to its tenant ID through the tenant's discovery document.
+    private func silentTarget(for authority: Authority, account: Account, correlationID: String) async throws(MSALError) -> (Authority, String) {
+        switch (authority.type, authority.tenant) {
+        case (.aad, .tenantID(let id)?):
+            return (authority, id)
+        case (.aad, .domain?):
+            let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
+            guard let tenant = Self.tenantSegment(ofIssuer: openID.issuer) else {
+                throw MSALError(.serverError, internalCode: .invalidResponse, message: "The discovery document's issuer does not name a tenant.", correlationID: correlationID)
+            }
+            return (authority.withTenant(tenant), tenant)
+        case (.aad, _):
+            let home = account.homeAccountID?.tenantID
+                ?? account.tenantProfiles.first(where: \.isHomeTenant)?.tenantID
+            guard let home else {
+                throw MSALError(.interactionRequired, message: "The account has no home tenant; sign in interactively.", correlationID: correlationID)
+            }
+            return (authority.withTenant(home), home)
+        case (.oidc, _):
+            return (authority, Self.realm(forOIDC: authority))
+        }
+    }
+
+    /// The tenant segment of an Entra issuer `https://host/<tenant>/v2.0`, unless it is the `{tenantid}` template.
+    static func tenantSegment(ofIssuer issuer: String) -> String? {
+        guard let url = URL(string: issuer) else { return nil }
+        let segments = url.path.split(separator: "/")
+        guard let first = segments.first, first != "{tenantid}", !first.contains("{") else { return nil }
+        return String(first)
+    }
+
+    /// The cache realm of a generic OpenID Connect authority: the issuer's path without slashes
+    /// (empty for an issuer at the root), so two issuers on one host do not share entries.
+    static func realm(forOIDC authority: Authority) -> String {
+        authority.url.path.split(separator: "/").joined(separator: "/")
+    }
+
+    /// Parameters every token request of this protocol carries: `client_info=1` on Entra ID.
+    private func protocolParameters(for authority: Authority) -> [String: String] {
+        authority.type == .aad ? ["client_info": "1"] : [:]
+    }
+
+    private func cachedResult(_ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String) throws(MSALError) -> AuthenticationResult {
+        let idToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)
+        let refreshedAccount = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
+        return AuthenticationResult(
+            accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
+            scopes: entry.scopes.scopes, account: refreshedAccount, tenantID: entry.realm,
+            idToken: idToken?.secret, idTokenClaims: idToken.flatMap { try? IDTokenClaims(jwt: $0.secret) },
+            correlationID: correlationID, tokenSource: .cache, authority: authority)
+    }
+
+    // MARK: - Accounts
+
+    /// Every account this application has a refresh token for in the cache (shared stores may hold
+    /// other apps' accounts, which are not returned), each with its tenant profiles.
+    ///
+    /// - Returns: the accounts, sorted by username then identifier.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func allAccounts() throws(MSALError) -> [Account] {
+        var groups: [String: [AccountEntry]] = [:]
+        for entry in try cache.accounts() {
+            groups[entry.homeAccountID.lowercased() + "|" + entry.environment.lowercased(), default: []].append(entry)
+        }
+        var accounts: [Account] = []
+        for entries in groups.values {
+            let first = entries[0]
+            guard try cache.refreshToken(homeAccountID: first.homeAccountID, environment: first.environment, clientID: configuration.clientID) != nil else { continue }
+            accounts.append(try makeAccount(entries))
+        }
+        return accounts.sorted { ($0.username ?? "", $0.identifier) < ($1.username ?? "", $1.identifier) }
+    }
+
+    /// The account whose identifier (home account ID) matches, ignoring case.
+    /// - Returns: the account, or `nil` when no cached account of this app has that identifier.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func account(forIdentifier identifier: String) throws(MSALError) -> Account? {
+        try allAccounts().first { $0.identifier.lowercased() == identifier.lowercased() }
+    }
+
+    /// The account whose username matches, ignoring case: the migration path for apps that kept
+    /// ADAL user IDs (MSAL for iOS/macOS `accountForUsername:`).
+    /// - Returns: the first such account, or `nil`.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func account(forUsername username: String) throws(MSALError) -> Account? {
+        try allAccounts().first { $0.username?.lowercased() == username.lowercased() }
+    }
+
+    /// Removes the account's tokens for this application from the cache (access, refresh and ID
+    /// tokens in every tenant) and its account entries when no other app still holds tokens for it.
+    /// Nothing is sent to the provider.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be written.
+    public func remove(account: Account) throws(MSALError) {
+        try cache.removeAccount(homeAccountID: account.identifier, environment: account.environment, clientID: configuration.clientID)
+        logger.info("removed account \(pii: account.identifier)")
+    }
+
+    func account(homeAccountID: String, environment: String) throws(MSALError) -> Account? {
+        let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
+        guard !entries.isEmpty else { return nil }
+        return try makeAccount(entries)
+    }
+
+    private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
+        let first = entries[0]
+        let homeTenant = Account(identifier: first.homeAccountID, username: nil, environment: first.environment, tenantProfiles: []).homeAccountID?.tenantID
+        var profiles: [TenantProfile] = []
+        for entry in entries.sorted(by: { $0.realm < $1.realm }) {
+            let idToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)
+            let isHome = homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true
+            profiles.append(TenantProfile(
+                identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
+                isHomeTenant: isHome, claims: idToken.flatMap { try? IDTokenClaims(jwt: $0.secret) }))
+        }
+        let homeEntry = entries.first { entry in homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true }
+        let username = homeEntry?.username ?? entries.compactMap(\.username).first
+        return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles)
+    }
+}

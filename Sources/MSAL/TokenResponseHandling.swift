@@ -1,0 +1,156 @@
+import Foundation
+import MSALCache
+import MSALCore
+import MSALNetwork
+
+/// What the handler of a token response needs to know about the request that produced it.
+struct ResponseContext {
+    /// The authority the request went to (for silent requests, already moved to the account's tenant).
+    let authority: Authority
+    /// Its discovery document (for the ID token's expected issuer).
+    let openID: OpenIDConfiguration
+    /// The scopes the app asked for, without the reserved OIDC scopes.
+    let requestedScopes: ScopeSet
+    let correlationID: String
+    /// For a refresh: the account the refresh token belongs to; the response must be for it.
+    let expectedHomeAccountID: String?
+    /// For a refresh: the realm the request was made in.
+    let knownRealm: String?
+    /// How the account signed in (`device_code`, ...), for a new account entry; a refresh keeps
+    /// the cached entry's value.
+    let accountSource: String?
+}
+
+extension PublicClientApplication {
+    /// Validates a token response, writes its tokens to the cache in one atomic change, and builds
+    /// the result: the common tail of every grant.
+    ///
+    /// Validation follows OpenID Connect Core §3.1.3.7 (`iss`, `aud`, `exp`); the home account ID is
+    /// `<uid>.<utid>` from `client_info` on Entra ID and the ID token's `sub` elsewhere. A response
+    /// without a refresh token or ID token keeps the cached ones. When the server granted fewer
+    /// scopes than asked (and the request was not for `/.default`), the tokens are cached and
+    /// `serverDeclinedScopes` is thrown, as MSAL for iOS/macOS does.
+    func handle(_ response: TokenResponse, context: ResponseContext) async throws(MSALError) -> AuthenticationResult {
+        let clientID = configuration.clientID
+        let authority = context.authority
+        let environment = authority.environment
+        let now = configuration.clock.now()
+        let correlationID = response.correlationID ?? context.correlationID
+
+        func invalid(_ message: String) -> MSALError {
+            MSALError(.serverError, internalCode: .invalidResponse, message: message, correlationID: correlationID)
+        }
+
+        var newClaims: IDTokenClaims?
+        if let idToken = response.idToken {
+            do {
+                let claims = try IDTokenClaims(jwt: idToken)
+                try claims.validate(
+                    issuer: context.openID.issuer, clientID: clientID, nonce: nil, now: now,
+                    allowedClockSkew: configuration.allowedClockSkew)
+                newClaims = claims
+            } catch {
+                var failure = error
+                failure.correlationID = correlationID
+                throw failure
+            }
+        }
+
+        // The home account ID and the tenant (realm) of these tokens.
+        let homeAccountID: String
+        var clientInfo: ClientInfo?
+        switch authority.type {
+        case .aad:
+            if let encoded = response.clientInfo {
+                clientInfo = try ClientInfo(encoded: encoded)
+                homeAccountID = clientInfo!.homeAccountID
+            } else if let expected = context.expectedHomeAccountID {
+                homeAccountID = expected
+            } else {
+                throw invalid("The Entra ID token response has no client_info (it is requested with client_info=1).")
+            }
+        case .oidc:
+            if let subject = newClaims?.subject {
+                homeAccountID = subject
+            } else if let expected = context.expectedHomeAccountID {
+                homeAccountID = expected
+            } else {
+                throw invalid("The token response has no ID token, so the account cannot be identified (is the openid scope allowed for this client?).")
+            }
+        }
+        if let expected = context.expectedHomeAccountID, expected.lowercased() != homeAccountID.lowercased() {
+            throw invalid("The identity provider returned tokens for a different account than the one whose refresh token was redeemed.")
+        }
+        let realm: String
+        switch authority.type {
+        case .aad:
+            guard let tenant = newClaims?.tenantID ?? context.knownRealm ?? clientInfo?.uniqueTenantID else {
+                throw invalid("The token response names no tenant (no tid claim and no client_info).")
+            }
+            realm = tenant
+        case .oidc:
+            realm = Self.realm(forOIDC: authority)
+        }
+
+        // The reserved OIDC scopes are left out of the access token's target (MSAL for iOS/macOS does
+        // the same): every token carries them, so keeping them would make every pair of tokens
+        // "intersect" and each save would evict the account's other access tokens.
+        let granted = (response.scope.map { ScopeSet(spaceDelimited: $0) } ?? context.requestedScopes)
+            .subtracting(ScopeSet.reservedOIDCScopes)
+        let expiresIn = response.expiresIn ?? 3600
+        let accessToken = AccessTokenEntry(
+            homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm,
+            target: granted.joined, secret: response.accessToken, tokenType: response.tokenType,
+            cachedAt: now, expiresOn: now.addingTimeInterval(expiresIn),
+            extendedExpiresOn: now.addingTimeInterval(response.extendedExpiresIn ?? expiresIn),
+            refreshOn: response.refreshIn.map { now.addingTimeInterval($0) })
+        let refreshToken = response.refreshToken.map {
+            RefreshTokenEntry(homeAccountID: homeAccountID, environment: environment, clientID: clientID, familyID: response.familyID, secret: $0)
+        }
+        let idToken = response.idToken.map {
+            IDTokenEntry(homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm, secret: $0)
+        }
+        var accountEntry: AccountEntry?
+        let existingEntries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
+        if let claims = newClaims {
+            let localID: String = switch authority.type {
+            case .aad: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
+            case .oidc: claims.subject ?? homeAccountID
+            }
+            accountEntry = AccountEntry(
+                homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,
+                username: claims.preferredUsername, authorityType: authority.type == .aad ? "MSSTS" : "Other",
+                accountSource: context.accountSource
+                    ?? existingEntries.first { $0.realm.lowercased() == realm.lowercased() }?.accountSource,
+                name: claims.name,
+                givenName: claims.all["given_name"]?.stringValue, familyName: claims.all["family_name"]?.stringValue)
+        } else if existingEntries.isEmpty {
+            accountEntry = AccountEntry(
+                homeAccountID: homeAccountID, environment: environment, realm: realm,
+                localAccountID: clientInfo?.uniqueID ?? homeAccountID, username: nil,
+                authorityType: authority.type == .aad ? "MSSTS" : "Other")
+        }
+        let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
+        try cache.save(accessToken: accessToken, refreshToken: refreshToken, idToken: idToken, account: accountEntry, appMetadata: appMetadata)
+
+        let declined = context.requestedScopes.containsDefaultScope ? ScopeSet() : context.requestedScopes.subtracting(granted)
+        if !declined.isEmpty {
+            throw MSALError(
+                .serverDeclinedScopes,
+                message: "The identity provider did not grant every requested scope; the token for the granted scopes is cached.",
+                correlationID: correlationID, grantedScopes: granted.scopes, declinedScopes: declined.scopes)
+        }
+
+        var cachedIDToken = response.idToken
+        if cachedIDToken == nil {
+            cachedIDToken = try cache.idToken(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)?.secret
+        }
+        let account = try self.account(homeAccountID: homeAccountID, environment: environment)
+            ?? Account(identifier: homeAccountID, username: newClaims?.preferredUsername, environment: environment, tenantProfiles: [])
+        return AuthenticationResult(
+            accessToken: response.accessToken, tokenType: response.tokenType, expiresOn: accessToken.expiresOn,
+            scopes: granted.scopes, account: account, tenantID: realm, idToken: cachedIDToken,
+            idTokenClaims: newClaims ?? cachedIDToken.flatMap { try? IDTokenClaims(jwt: $0) },
+            correlationID: correlationID, tokenSource: .identityProvider, authority: authority)
+    }
+}

@@ -1,1 +1,0 @@
-// MSALNetwork: placeholder until the module lands.

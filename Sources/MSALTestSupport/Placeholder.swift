@@ -1,1 +1,0 @@
-// MSALTestSupport: placeholder until the module lands.

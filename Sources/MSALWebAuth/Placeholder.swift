@@ -1,1 +1,0 @@
-// MSALWebAuth: placeholder until the module lands.

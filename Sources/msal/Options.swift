@@ -1,0 +1,98 @@
+import Foundation
+import MSALCore
+
+/// A command line the tool could not accept; exit code 2.
+struct UsageError: Error {
+    let message: String
+}
+
+/// The output format chosen with `--output`.
+enum OutputFormat: String {
+    case text, json
+}
+
+/// The parsed command line of `msal`.
+struct Options {
+    var command: String
+    var deviceCode = false
+    var authority: String?
+    var authorityType: AuthorityType?
+    var clientID: String?
+    var scopes: [String] = []
+    var account: String?
+    var cache: String?
+    var forceRefresh = false
+    var output: OutputFormat = .text
+
+    static let commands = ["login", "token", "accounts", "logout", "demo", "help"]
+
+    /// Parses the arguments after the program name; environment fallbacks come from `environment`.
+    static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Options {
+        guard let command = arguments.first else { throw UsageError(message: "missing command") }
+        if command == "--help" || command == "-h" { return Options(command: "help") }
+        guard commands.contains(command) else { throw UsageError(message: "unknown command '\(command)'") }
+        var options = Options(command: command)
+        var index = 1
+        func value(for flag: String) throws(UsageError) -> String {
+            index += 1
+            guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                throw UsageError(message: "\(flag) needs a value")
+            }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--device-code": options.deviceCode = true
+            case "--authority": options.authority = try value(for: argument)
+            case "--authority-type":
+                let raw = try value(for: argument)
+                guard let type = AuthorityType(rawValue: raw) else {
+                    throw UsageError(message: "--authority-type must be aad or oidc, not '\(raw)'")
+                }
+                options.authorityType = type
+            case "--client-id": options.clientID = try value(for: argument)
+            case "--scope": options.scopes.append(try value(for: argument))
+            case "--account": options.account = try value(for: argument)
+            case "--cache": options.cache = try value(for: argument)
+            case "--force-refresh": options.forceRefresh = true
+            case "--output":
+                let raw = try value(for: argument)
+                guard let format = OutputFormat(rawValue: raw) else {
+                    throw UsageError(message: "--output must be json or text, not '\(raw)'")
+                }
+                options.output = format
+            case "--help", "-h": options.command = "help"
+            default: throw UsageError(message: "unknown option '\(argument)'")
+            }
+            index += 1
+        }
+        if options.authority == nil { options.authority = environment["MSAL_AUTHORITY"] }
+        if options.clientID == nil { options.clientID = environment["MSAL_CLIENT_ID"] }
+        if options.cache == nil { options.cache = environment["MSAL_CACHE"] }
+        return options
+    }
+
+    static let usage = """
+    usage: msal <command> [options]
+
+    commands:
+      login --device-code   sign in with the device authorization grant (RFC 8628)
+      token                 get an access token silently (cache, else refresh token)
+      accounts              list the signed-in accounts
+      logout                remove an account and its tokens from the cache
+      demo                  run the whole flow against a local Entra-compatible provider
+
+    options:
+      --authority URL             authority (env MSAL_AUTHORITY; default https://login.microsoftonline.com/common)
+      --authority-type aad|oidc   provider kind, inferred from the host when absent
+      --client-id ID              application (client) ID (env MSAL_CLIENT_ID)
+      --scope S                   a scope to request; repeat for several
+      --account ID_OR_USERNAME    the account (identifier or username) for token/logout
+      --cache PATH                SQLite token cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite)
+      --force-refresh             token: skip the cached access token and redeem the refresh token
+      --output json|text          output format (default text)
+
+    exit codes: 0 success, 1 error, 2 usage error, 3 interaction required
+    """
+}

@@ -1,1 +1,0 @@
-print("msal: not yet implemented")

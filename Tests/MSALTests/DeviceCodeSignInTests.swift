@@ -1,0 +1,108 @@
+import Foundation
+import MSAL
+import MSALCacheSQLite
+import MSALCore
+import MSALTestSupport
+import Testing
+
+@Suite("Device code sign-in and silent tokens against the local provider")
+struct DeviceCodeSignInTests {
+    @Test("Sign in, then cache, then forced refresh; accounts; remove")
+    func fullCycle() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let user = LocalIdentityProvider.demoUser
+
+        let signIn = try await fixture.signIn(application)
+        #expect(signIn.tokenSource == .identityProvider)
+        #expect(signIn.account.identifier == "\(user.objectID).\(user.tenantID)")
+        #expect(signIn.account.username == user.username)
+        #expect(signIn.tenantID == user.tenantID)
+        #expect(signIn.idTokenClaims?.objectID == user.objectID)
+        #expect(signIn.scopes == ["api://demo/Files.Read"])
+        #expect(signIn.expiresOn == fixture.clock.now().addingTimeInterval(3600))
+        #expect(signIn.account.tenantProfiles.map(\.tenantID) == [user.tenantID])
+        #expect(signIn.account.tenantProfiles.first?.isHomeTenant == true)
+
+        let silent = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["API://demo/files.read"], account: signIn.account))
+        #expect(silent.tokenSource == .cache)
+        #expect(silent.accessToken == signIn.accessToken)
+
+        let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account, forceRefresh: true))
+        #expect(refreshed.tokenSource == .identityProvider)
+        #expect(refreshed.accessToken != signIn.accessToken)
+
+        let afterRefresh = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account))
+        #expect(afterRefresh.tokenSource == .cache)
+        #expect(afterRefresh.accessToken == refreshed.accessToken)
+
+        #expect(try application.allAccounts() == [signIn.account])
+        #expect(try application.account(forIdentifier: signIn.account.identifier.uppercased()) == signIn.account)
+        #expect(try application.account(forUsername: user.username.uppercased()) == signIn.account)
+        #expect(try application.account(forIdentifier: "nobody.nowhere") == nil)
+
+        try application.remove(account: signIn.account)
+        #expect(try application.allAccounts().isEmpty)
+        await #expect(throws: MSALError(.interactionRequired, message: "")) {
+            try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account))
+        }
+    }
+
+    @Test("The token cache survives the process: a new application on the same file is served from it")
+    func persistence() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let signIn = try await fixture.signIn(try fixture.application())
+        let second = try fixture.application()
+        let account = try #require(try second.account(forIdentifier: signIn.account.identifier))
+        let silent = try await second.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: account))
+        #expect(silent.tokenSource == .cache)
+        #expect(silent.accessToken == signIn.accessToken)
+    }
+
+    @Test("An access token inside the 300 s expiration buffer is refreshed, outside it is served")
+    func expirationBuffer() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let parameters = SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account)
+
+        fixture.clock.advance(by: 3600 - 301)
+        #expect(try await application.acquireTokenSilent(with: parameters).tokenSource == .cache)
+        fixture.clock.advance(by: 2)
+        let refreshed = try await application.acquireTokenSilent(with: parameters)
+        #expect(refreshed.tokenSource == .identityProvider)
+        #expect(refreshed.expiresOn == fixture.clock.now().addingTimeInterval(3600))
+    }
+
+    @Test("A scope not in the cache is fetched with the refresh token; both tokens stay cached")
+    func newScopeUsesRefreshToken() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let other = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://other/Read"], account: signIn.account))
+        #expect(other.tokenSource == .identityProvider)
+        let first = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account))
+        #expect(first.tokenSource == .cache)
+        #expect(first.accessToken == signIn.accessToken)
+    }
+
+    @Test("Concurrent silent refreshes for one account and scopes share one network refresh")
+    func oneRefreshInFlight() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let before = fixture.provider.tokenRequests.count
+        let parameters = SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account, forceRefresh: true)
+        async let a = application.acquireTokenSilent(with: parameters)
+        async let b = application.acquireTokenSilent(with: parameters)
+        async let c = application.acquireTokenSilent(with: parameters)
+        let tokens = try await [a, b, c].map(\.accessToken)
+        #expect(Set(tokens).count == 1)
+        #expect(fixture.provider.tokenRequests.count == before + 1)
+    }
+}

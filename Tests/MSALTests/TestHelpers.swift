@@ -1,0 +1,80 @@
+import Foundation
+import MSAL
+import MSALCacheSQLite
+import MSALCore
+import MSALTestSupport
+
+/// A temporary directory removed when the value is released.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("msal-tests-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+}
+
+/// A started local provider, an app on it with a real SQLite cache, and a manual clock both share.
+struct LocalFixture {
+    let provider: LocalIdentityProvider
+    let clock: ManualWallClock
+    let directory: TemporaryDirectory
+    let cachePath: String
+    let authority: Authority
+
+    init(tenant: String = "organizations") throws {
+        clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
+        provider = LocalIdentityProvider(clock: clock)
+        provider.deviceCodeInterval = 0
+        try provider.start()
+        directory = TemporaryDirectory()
+        cachePath = directory.path("cache.sqlite")
+        authority = try Authority(provider.authority(tenant: tenant), type: .aad)
+    }
+
+    /// A new application instance on the fixture's cache file (a new instance is what a second
+    /// process would have).
+    func application(clientID: String = LocalIdentityProvider.demoClientID) throws -> PublicClientApplication {
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: clientID, authority: authority, cacheStore: try SQLiteTokenCacheStore(path: cachePath))
+        configuration.clock = clock
+        let clock = self.clock
+        // Waiting between polls moves the shared clock instead of sleeping.
+        configuration.sleep = { seconds in clock.advance(by: max(seconds, 1)) }
+        return try PublicClientApplication(configuration: configuration)
+    }
+
+    /// Signs the demo user in with the device code, approving it as the user when asked.
+    func signIn(_ application: PublicClientApplication, scopes: [String] = ["api://demo/Files.Read"]) async throws -> AuthenticationResult {
+        let provider = self.provider
+        return try await application.acquireToken(with: DeviceCodeParameters(scopes: scopes)) { info in
+            try provider.approveDeviceCode(userCode: info.userCode, as: LocalIdentityProvider.demoUser.username)
+        }
+    }
+
+    func stop() { provider.stop() }
+}
+
+/// Runs a program and returns its exit status and standard output, without blocking a thread of
+/// the cooperative pool while it runs.
+func runProcess(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    return try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { process in
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
+        }
+        do { try process.run() } catch { continuation.resume(throwing: error) }
+    }
+}
+
+/// The repository's root, found from this file's path.
+let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

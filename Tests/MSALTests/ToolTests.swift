@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// The `msal` tool as a script sees it: exit codes and one-line errors for bad input.
+/// (`scripts/e2e-glewlwyd-cli.sh` drives the same binary through a whole sign-in against Glewlwyd.)
+@Suite("The msal tool's contract for bad input, and the demo")
+struct ToolTests {
+    static let binary = repositoryRoot.appendingPathComponent(".build/debug/msal").path
+
+    struct Run {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs the tool with a fresh cache file and no MSAL_* variables from the outer environment.
+    func msal(_ arguments: String...) async throws -> Run { try await msal(arguments) }
+
+    func msal(_ arguments: [String]) async throws -> Run {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tool first: swift build --product msal")
+        let directory = TemporaryDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
+        environment["MSAL_CACHE"] = directory.path("cache.sqlite")
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        return Run(
+            status: status,
+            stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    @Test("An authority that is not a URL: exit 1, one line naming invalidAuthority")
+    func notAURL() async throws {
+        let run = try await msal("token", "--client-id", "app", "--authority", "not a url", "--scope", "s")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.invalidAuthority"))
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("http on a non-loopback host: exit 1, the error says https")
+    func httpNonLoopback() async throws {
+        let run = try await msal("login", "--device-code", "--client-id", "app", "--authority", "http://idp.example.com/x", "--scope", "s", "--output", "json")
+        #expect(run.status == 1)
+        let object = try JSONSerialization.jsonObject(with: Data(run.stderr.utf8)) as? [String: Any]
+        #expect(object?["error"] as? String == "internal.invalidAuthority")
+        #expect((object?["message"] as? String)?.contains("https") == true)
+    }
+
+    @Test("A provider that is down: exit 1, networkError")
+    func providerDown() async throws {
+        let run = try await msal("login", "--device-code", "--client-id", "app", "--authority", "http://127.0.0.1:9/common", "--authority-type", "aad", "--scope", "s")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.networkError"))
+    }
+
+    @Test("A reserved scope passed by the app: exit 1, invalidScope")
+    func reservedScope() async throws {
+        let run = try await msal("login", "--device-code", "--client-id", "app", "--authority", "http://127.0.0.1:9/common", "--authority-type", "aad", "--scope", "offline_access")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.invalidScope"))
+    }
+
+    @Test("Usage errors exit 2", arguments: [["frobnicate"], ["token", "--scope"], ["token", "--scope", "s"], ["token", "--client-id", "a", "--output", "xml"], ["accounts", "--authority-type", "saml", "--client-id", "a"]])
+    func usage(arguments: [String]) async throws {
+        let run = try await msal(arguments)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("usage error"))
+    }
+
+    @Test("No account in the cache: token exits 3")
+    func noAccount() async throws {
+        let run = try await msal("token", "--client-id", "app", "--scope", "s")
+        #expect(run.status == 3)
+        #expect(run.stderr.contains("interactionRequired"))
+    }
+
+    @Test("msal demo runs the whole flow on the local provider and exits 0")
+    func demo() async throws {
+        let run = try await msal("demo")
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("token source identity_provider"))
+        #expect(run.stdout.contains("token source cache"))
+        #expect(run.stdout.contains("Demo finished"))
+    }
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what is missing, starts Glewlwyd (a real OpenID
+# provider) on 127.0.0.1, runs every Swift test suite (unit, local-provider integration, Glewlwyd
+# end to end), then checks the `msal` tool against Glewlwyd as a script would.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+scripts/install-deps.sh --test
+scripts/glewlwyd.sh install
+
+swift build --build-tests
+
+scripts/glewlwyd.sh start >/dev/null
+trap 'scripts/glewlwyd.sh stop >/dev/null 2>&1 || true' EXIT
+set -a
+# shellcheck disable=SC1091
+. .build/glewlwyd/env
+set +a
+# The Glewlwyd suites fail instead of skipping when this is set and the provider is missing.
+export MSAL_GLEWLWYD_REQUIRED=1
+
+swift_status=0
+swift test --skip-build || swift_status=$?
+
+e2e_status=0
+MSAL_BIN=.build/debug/msal scripts/e2e-glewlwyd-cli.sh || e2e_status=$?
+
+if [[ $swift_status -ne 0 || $e2e_status -ne 0 ]]; then
+  echo "test.sh: FAILED (swift test exit $swift_status, msal end-to-end exit $e2e_status)" >&2
+  exit 1
+fi
+echo "test.sh: all suites passed"
