@@ -56,9 +56,21 @@ public final class PublicClientApplication: Sendable {
         with parameters: DeviceCodeParameters,
         deviceCodeHandler: @escaping @Sendable (DeviceCodeInfo) async throws -> Void
     ) async throws(MSALError) -> AuthenticationResult {
+        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        do {
+            return try await deviceCodeSignIn(parameters, correlationID: correlationID, deviceCodeHandler: deviceCodeHandler)
+        } catch {
+            throw error.filling(correlationID: correlationID)
+        }
+    }
+
+    private func deviceCodeSignIn(
+        _ parameters: DeviceCodeParameters,
+        correlationID: String,
+        deviceCodeHandler: @escaping @Sendable (DeviceCodeInfo) async throws -> Void
+    ) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         let authority = parameters.authority ?? configuration.authority
-        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
         logger.info("device code sign-in at \(authority.environment), correlation \(correlationID)")
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
         guard let deviceEndpoint = openID.deviceAuthorizationEndpoint else {
@@ -113,10 +125,18 @@ public final class PublicClientApplication: Sendable {
     ///   correlation ID); `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
+        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        do {
+            return try await silent(parameters, correlationID: correlationID)
+        } catch {
+            throw error.filling(correlationID: correlationID)
+        }
+    }
+
+    private func silent(_ parameters: SilentTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
-        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
         let environment = requestAuthority.environment
         let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
         let now = configuration.clock.now()
@@ -338,5 +358,15 @@ public final class PublicClientApplication: Sendable {
         let homeEntry = entries.first { entry in homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true }
         let username = homeEntry?.username ?? entries.compactMap(\.username).first
         return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles)
+    }
+}
+
+extension MSALError {
+    /// The error with `correlationID` set when it has none, so every error of a request names it.
+    func filling(correlationID: String) -> MSALError {
+        guard self.correlationID == nil else { return self }
+        var error = self
+        error.correlationID = correlationID
+        return error
     }
 }

@@ -105,9 +105,12 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
         let set = ScopeSet(scopes)
         let reserved = set.filter { reservedOIDCScopes.contains($0) }
         if !reserved.isEmpty {
+            let names = reserved.map { "'\($0)'" }.joined(separator: ", ")
             throw .internal(
                 .invalidScope,
-                "The reserved scopes \(reserved.joined(separator: ", ")) are added by MSAL to every request and must not be passed by the app."
+                reserved.count == 1
+                    ? "The reserved scope \(names) is added by MSAL to every request and must not be passed by the app."
+                    : "The reserved scopes \(names) are added by MSAL to every request and must not be passed by the app."
             )
         }
         if set.isEmpty {

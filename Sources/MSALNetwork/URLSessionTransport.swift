@@ -47,6 +47,13 @@ public final class URLSessionTransport: HTTPTransport {
     ///   ``timeout`` seconds, `.userCanceled` when the calling task was cancelled.
     public func send(_ request: HTTPRequest) async throws(MSALError) -> HTTPResponse {
         let host = request.url.host ?? request.url.absoluteString
+        if host.contains(":") {
+            // swift-corelibs-foundation's URLSession answers every IPv6-literal URL with
+            // NSURLErrorBadURL (-1000) before connecting; say so instead of a bare code.
+            throw MSALError.internal(
+                .networkError,
+                "The request to [\(host)] cannot be sent: URLSession on Linux does not support IPv6 literal addresses. Use 127.0.0.1 or localhost instead of [\(host)].")
+        }
         if Task.isCancelled {
             throw MSALError(.userCanceled, message: "The request to \(host) was canceled.")
         }

@@ -44,12 +44,14 @@ enum Demo {
         step("4. Forcing a refresh with the refresh token")
         let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: scopes, account: signIn.account, forceRefresh: true))
         show(refreshed, step)
+        step("   a new access token: \(refreshed.accessToken != silent.accessToken ? "yes" : "no")")
 
         step("5. Accounts in the cache")
         for account in try application.allAccounts() {
             step("   \(account.username ?? "-")  id \(account.identifier)  environment \(account.environment)  tenants \(account.tenantProfiles.map(\.tenantID).joined(separator: ","))")
         }
-        guard signIn.tokenSource == .identityProvider, silent.tokenSource == .cache, refreshed.tokenSource == .identityProvider else {
+        guard signIn.tokenSource == .identityProvider, silent.tokenSource == .cache, refreshed.tokenSource == .identityProvider,
+              refreshed.accessToken != silent.accessToken else {
             throw MSALError.internal(.unexpected, "The demo's token sources were not identity_provider, cache, identity_provider.")
         }
         step("Demo finished: signed in, served from the cache, refreshed. (Tokens are not printed.)")

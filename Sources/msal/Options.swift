@@ -67,9 +67,20 @@ struct Options {
             }
             index += 1
         }
-        if options.authority == nil { options.authority = environment["MSAL_AUTHORITY"] }
-        if options.clientID == nil { options.clientID = environment["MSAL_CLIENT_ID"] }
-        if options.cache == nil { options.cache = environment["MSAL_CACHE"] }
+        // An empty variable counts as unset.
+        func fallback(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        if options.authority == nil { options.authority = fallback("MSAL_AUTHORITY") }
+        if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
+        if options.cache == nil { options.cache = fallback("MSAL_CACHE") }
+        if options.deviceCode && options.command != "login" {
+            throw UsageError(message: "--device-code applies to 'login' only")
+        }
+        if options.forceRefresh && options.command != "token" {
+            throw UsageError(message: "--force-refresh applies to 'token' only")
+        }
+        if (options.command == "login" || options.command == "token") && options.scopes.isEmpty {
+            throw UsageError(message: "'\(options.command)' needs at least one --scope")
+        }
         return options
     }
 

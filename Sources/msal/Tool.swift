@@ -14,8 +14,7 @@ enum Tool {
         do {
             options = try Options.parse(arguments, environment: environment)
         } catch {
-            Console.err("msal: usage error: \(error.message)")
-            Console.err("run 'msal --help' for usage")
+            Console.err("msal: usage error: \(error.message) (run 'msal --help' for usage)")
             exit(2)
         }
         do {
@@ -40,18 +39,20 @@ enum Tool {
         }
     }
 
-    static func makeApplication(_ options: Options) throws -> PublicClientApplication {
+    /// The application for the options, and the authority it uses.
+    static func makeApplication(_ options: Options) throws -> (PublicClientApplication, Authority) {
         guard let clientID = options.clientID, !clientID.isEmpty else {
             throw UsageError(message: "--client-id (or MSAL_CLIENT_ID) is required")
         }
         let authority = try Authority(options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType)
         let store = try SQLiteTokenCacheStore(path: options.cache ?? SQLiteTokenCacheStore.defaultPath())
-        return try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
+        let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
             clientID: clientID, authority: authority, cacheStore: store))
+        return (application, authority)
     }
 
     static func run(_ options: Options) async throws {
-        let application = try makeApplication(options)
+        let (application, authority) = try makeApplication(options)
         switch options.command {
         case "login":
             guard options.deviceCode else {
@@ -73,12 +74,12 @@ enum Tool {
             }
             printResult(result, output)
         case "token":
-            let account = try resolveAccount(application, options.account)
+            let account = try resolveAccount(application, options.account, authority: authority)
             let result = try await application.acquireTokenSilent(with: SilentTokenParameters(
                 scopes: options.scopes, account: account, forceRefresh: options.forceRefresh))
             printResult(result, options.output)
         case "accounts":
-            let accounts = try application.allAccounts()
+            let accounts = try application.allAccounts().filter { $0.environment.lowercased() == authority.environment }
             switch options.output {
             case .json: Console.out(Console.jsonLine(accounts.map(\.jsonObject)))
             case .text:
@@ -88,28 +89,41 @@ enum Tool {
                 }
             }
         case "logout":
-            let account = try resolveAccount(application, options.account)
+            // Signing out is idempotent: no matching account means there is nothing to remove.
+            let account: Account
+            do {
+                account = try resolveAccount(application, options.account, authority: authority)
+            } catch let error as MSALError where error.code == .interactionRequired {
+                switch options.output {
+                case .json: Console.out(Console.jsonLine(["removed": NSNull()]))
+                case .text: Console.out("No signed-in account matched at \(authority.environment); nothing was removed.")
+                }
+                return
+            }
             try application.remove(account: account)
             switch options.output {
             case .json: Console.out(Console.jsonLine(["removed": account.jsonObject]))
-            case .text: Console.out("Removed \(account.username ?? account.identifier) from the cache.")
+            case .text: Console.out("Removed \(account.username ?? account.identifier) (\(account.environment)) from the cache.")
             }
         default:
             throw UsageError(message: "unknown command '\(options.command)'")
         }
     }
 
-    /// The account named by `--account` (identifier first, then username), or the only account.
-    static func resolveAccount(_ application: PublicClientApplication, _ name: String?) throws -> Account {
+    /// The account named by `--account` (identifier first, then username), or the only account,
+    /// among the accounts of the authority's environment (one cache may hold several providers').
+    static func resolveAccount(_ application: PublicClientApplication, _ name: String?, authority: Authority) throws -> Account {
+        let accounts = try application.allAccounts().filter { $0.environment.lowercased() == authority.environment }
         if let name {
-            if let account = try application.account(forIdentifier: name) ?? application.account(forUsername: name) {
+            let wanted = name.lowercased()
+            if let account = accounts.first(where: { $0.identifier.lowercased() == wanted })
+                ?? accounts.first(where: { $0.username?.lowercased() == wanted }) {
                 return account
             }
-            throw MSALError(.interactionRequired, message: "No signed-in account matches '\(name)'; run 'msal login'.")
+            throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) matches '\(name)'; run 'msal login'.")
         }
-        let accounts = try application.allAccounts()
         switch accounts.count {
-        case 0: throw MSALError(.interactionRequired, message: "No account is signed in; run 'msal login'.")
+        case 0: throw MSALError(.interactionRequired, message: "No account is signed in at \(authority.environment); run 'msal login'.")
         case 1: return accounts[0]
         default: throw UsageError(message: "\(accounts.count) accounts are signed in; choose one with --account")
         }

@@ -139,8 +139,13 @@ struct ErrorPathTests {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
         let application = try fixture.application()
-        await #expect(throws: MSALError.internal(.invalidScope, "")) {
-            try await application.acquireToken(with: DeviceCodeParameters(scopes: ["openid", "api://demo/Files.Read"])) { _ in }
+        let correlationID = UUID()
+        do {
+            _ = try await application.acquireToken(with: DeviceCodeParameters(scopes: ["openid", "api://demo/Files.Read"], correlationID: correlationID)) { _ in }
+            Issue.record("expected invalidScope")
+        } catch {
+            #expect(error == .internal(.invalidScope, ""))
+            #expect(error.correlationID == correlationID.uuidString.lowercased())
         }
         #expect(fixture.provider.tokenRequests.isEmpty)
     }

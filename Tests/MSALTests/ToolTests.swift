@@ -69,7 +69,8 @@ struct ToolTests {
         #expect(run.stderr.contains("internal.invalidScope"))
     }
 
-    @Test("Usage errors exit 2", arguments: [["frobnicate"], ["token", "--scope"], ["token", "--scope", "s"], ["token", "--client-id", "a", "--output", "xml"], ["accounts", "--authority-type", "saml", "--client-id", "a"]])
+    @Test("Usage errors exit 2", arguments: [["frobnicate"], ["token", "--scope"], ["token", "--scope", "s"], ["token", "--client-id", "a", "--output", "xml"], ["accounts", "--authority-type", "saml", "--client-id", "a"],
+        ["token", "--client-id", "a"], ["accounts", "--client-id", "a", "--force-refresh"], ["token", "--client-id", "a", "--scope", "s", "--device-code"]])
     func usage(arguments: [String]) async throws {
         let run = try await msal(arguments)
         #expect(run.status == 2)
@@ -83,12 +84,27 @@ struct ToolTests {
         #expect(run.stderr.contains("interactionRequired"))
     }
 
+    @Test("Usage errors are one line on stderr")
+    func usageOneLine() async throws {
+        let run = try await msal("token", "--bogus")
+        #expect(run.status == 2)
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("logout with no matching account is idempotent: exit 0, nothing removed")
+    func logoutNothing() async throws {
+        let run = try await msal("logout", "--client-id", "app", "--account", "bob@example.test", "--output", "json")
+        #expect(run.status == 0)
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"removed":null}"#)
+    }
+
     @Test("msal demo runs the whole flow on the local provider and exits 0")
     func demo() async throws {
         let run = try await msal("demo")
         #expect(run.status == 0)
         #expect(run.stdout.contains("token source identity_provider"))
         #expect(run.stdout.contains("token source cache"))
+        #expect(run.stdout.contains("a new access token: yes"))
         #expect(run.stdout.contains("Demo finished"))
     }
 }

@@ -1,0 +1,3 @@
+// The facade's API is written in MSALCore's vocabulary (Authority, Account, MSALError, ScopeSet,
+// IDTokenClaims), so `import MSAL` brings it along: an app needs one import for the common case.
+@_exported public import MSALCore
