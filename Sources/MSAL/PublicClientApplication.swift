@@ -283,13 +283,15 @@ public final class PublicClientApplication: Sendable {
         authority.type == .aad ? ["client_info": "1"] : [:]
     }
 
+    /// The result for a cache hit. The account comes fresh from the cache; the ID token and its
+    /// claims are those of the account's profile in the token's tenant (decoded once, there).
     private func cachedResult(_ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String) throws(MSALError) -> AuthenticationResult {
-        let idToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)
-        let refreshedAccount = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
+        let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
+        let claims = current.tenantProfiles.first { $0.tenantID.lowercased() == entry.realm.lowercased() }?.claims
         return AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
-            scopes: entry.scopes.scopes, account: refreshedAccount, tenantID: entry.realm,
-            idToken: idToken?.secret, idTokenClaims: idToken.flatMap { try? IDTokenClaims(jwt: $0.secret) },
+            scopes: entry.scopes.scopes, account: current, tenantID: entry.realm,
+            idToken: claims?.rawValue, idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority)
     }
 

@@ -28,6 +28,9 @@ struct DeviceCodeSignInTests {
         let silent = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["API://demo/files.read"], account: signIn.account))
         #expect(silent.tokenSource == .cache)
         #expect(silent.accessToken == signIn.accessToken)
+        #expect(silent.idTokenClaims?.objectID == user.objectID)
+        #expect(silent.idToken == signIn.idToken)
+        #expect(silent.account.username == user.username)
 
         let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account, forceRefresh: true))
         #expect(refreshed.tokenSource == .identityProvider)
