@@ -20,11 +20,16 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "MSALCore"),
         .target(name: "MSALNetwork", dependencies: ["MSALCore"]),
         .target(name: "MSALCache", dependencies: ["MSALCore"]),
         .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
-        .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork"]),
+        .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
             dependencies: ["MSALCore", "MSALNetwork", "MSALCache", "MSALWebAuth"]

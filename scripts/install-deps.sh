@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, what swift-msal's build, demo and tests need and this machine lacks.
-#   scripts/install-deps.sh          build + demo needs (pkg-config, SQLite headers)
+#   scripts/install-deps.sh          build + demo needs (pkg-config, SQLite and OpenSSL headers)
 #   scripts/install-deps.sh --test   also the test tools (sqlite3, openssl, curl, python3); Glewlwyd
 #                                    itself is installed by scripts/glewlwyd.sh install
 # Uses sudo when not root. The Swift toolchain itself (6.0 or newer) must already be on PATH:
 # Debian does not package it; get it from swift.org.
 set -euo pipefail
 
-packages=(pkg-config libsqlite3-dev)
+packages=(pkg-config libsqlite3-dev libssl-dev)
 if [[ ${1:-} == --test ]]; then
   packages+=(sqlite3 openssl curl python3)
 fi

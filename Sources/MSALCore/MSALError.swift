@@ -47,6 +47,10 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         case cacheError
         /// The account asked for is not in the cache.
         case accountNotFound
+        /// The redirect URI is not allowed (a fragment, no scheme or host, `urn:ietf:wg:oauth:2.0:oob`,
+        /// `http(s)` on a host that is not loopback, or `msauth.<other app id>://auth`); the message
+        /// says which rule it broke. Thrown when the application is configured.
+        case invalidRedirectURI
         /// An invariant of swift-msal was broken; please report it.
         case unexpected
     }
