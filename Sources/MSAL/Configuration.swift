@@ -26,6 +26,16 @@ public struct PublicClientApplicationConfiguration: Sendable {
     public var logger: Logger
     /// The HTTP client. Default: ``URLSessionTransport`` with a 30 s timeout.
     public var transport: any HTTPTransport
+    /// The redirect URI of interactive sign-in. Default `http://localhost`: the loopback listener
+    /// binds 127.0.0.1 on a port the system chooses (RFC 8252 §7.3; Entra ID accepts any port for
+    /// loopback redirect URIs). Use `http://127.0.0.1:<port>/<path>` for providers that match the
+    /// registered URI exactly, or `msauth.<applicationID>://auth` / another private-use scheme
+    /// delivered through ``PublicClientApplication/handleResponse(url:)``. Validated when the
+    /// application is created (``RedirectURI``).
+    public var redirectURI: String
+    /// The app's reverse-DNS application ID (its desktop-file ID, e.g. `com.contoso.App`), which
+    /// `msauth.<applicationID>://auth` redirect URIs must name. `nil` when the app has none.
+    public var applicationID: String?
     /// How the device-code flow waits between polls; replaceable so tests do not sleep.
     /// Receives seconds. Default: `Task.sleep`.
     public var sleep: @Sendable (TimeInterval) async throws -> Void
@@ -43,6 +53,8 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.clientID = clientID
         self.authority = authority
         self.cacheStore = cacheStore
+        self.redirectURI = "http://localhost"
+        self.applicationID = nil
         self.tokenExpirationBuffer = 300
         self.allowedClockSkew = 300
         self.clock = SystemWallClock()

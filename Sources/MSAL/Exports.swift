@@ -1,3 +1,5 @@
 // The facade's API is written in MSALCore's vocabulary (Authority, Account, MSALError, ScopeSet,
 // IDTokenClaims), so `import MSAL` brings it along: an app needs one import for the common case.
 @_exported public import MSALCore
+// Interactive sign-in's parameters use MSALWebAuth's `Prompt` and `BrowserLauncher`.
+@_exported public import MSALWebAuth

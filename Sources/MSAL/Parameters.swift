@@ -1,5 +1,6 @@
 public import Foundation
 public import MSALCore
+public import MSALWebAuth
 
 /// The parameters of a device-code sign-in (RFC 8628), for machines without a browser.
 ///
@@ -88,5 +89,68 @@ public struct DeviceCodeInfo: Sendable, Hashable {
         self.expiresOn = expiresOn
         self.interval = interval
         self.message = message
+    }
+}
+
+/// The parameters of an interactive sign-in: authorization code with PKCE in the system browser,
+/// redirected to a loopback listener (RFC 6749 §4.1, RFC 7636, RFC 8252) or to a private-use scheme.
+///
+/// Source: MSAL for iOS/macOS `MSALInteractiveTokenParameters`.
+public struct InteractiveTokenParameters: Sendable {
+    /// The scopes the app needs now (reserved OIDC scopes are rejected; swift-msal adds them).
+    public var scopes: [String]
+    /// More scopes for the user to consent to now, so later silent requests for them succeed.
+    /// They are not part of the returned token.
+    public var extraScopesToConsent: [String]
+    /// What the provider should show: `select_account`, `login`, `consent`, `create` or `none`
+    /// (OpenID Connect Core §3.1.2.1). `nil` leaves it to the provider.
+    public var promptType: Prompt?
+    /// Pre-fills the username on the sign-in page (`login_hint`).
+    public var loginHint: String?
+    /// Entra ID's `domain_hint` (`consumers`, `organizations`, or a tenant domain).
+    public var domainHint: String?
+    /// A JSON `claims` request (OpenID Connect Core §5.5), e.g. from a claims challenge.
+    public var claims: String?
+    /// The account to sign in again; its username becomes the login hint when none is given.
+    public var account: Account?
+    /// The authority for this request; `nil` uses the configuration's.
+    public var authority: Authority?
+    /// Opens the authorization URL. Default ``SystemBrowserLauncher`` (`$BROWSER`, else `xdg-open`).
+    public var browser: any BrowserLauncher
+    /// Called with the authorization URL and whether a browser was opened; when none was, the app
+    /// shows the URL to the user. The listener waits either way.
+    public var authorizationURLHandler: (@Sendable (URL, _ browserOpened: Bool) async -> Void)?
+    /// How long to wait for the redirect, in seconds. Default 300 (5 minutes).
+    public var timeout: TimeInterval
+    /// Extra parameters of the authorization request (they never override the standard ones).
+    public var extraQueryParameters: [String: String]
+    /// The correlation ID sent as `client-request-id`; a new UUID when `nil`.
+    public var correlationID: UUID?
+
+    /// Creates interactive parameters.
+    public init(
+        scopes: [String],
+        extraScopesToConsent: [String] = [],
+        promptType: Prompt? = nil,
+        loginHint: String? = nil,
+        account: Account? = nil,
+        authority: Authority? = nil,
+        browser: any BrowserLauncher = SystemBrowserLauncher(),
+        authorizationURLHandler: (@Sendable (URL, _ browserOpened: Bool) async -> Void)? = nil,
+        timeout: TimeInterval = 300
+    ) {
+        self.scopes = scopes
+        self.extraScopesToConsent = extraScopesToConsent
+        self.promptType = promptType
+        self.loginHint = loginHint
+        self.domainHint = nil
+        self.claims = nil
+        self.account = account
+        self.authority = authority
+        self.browser = browser
+        self.authorizationURLHandler = authorizationURLHandler
+        self.timeout = timeout
+        self.extraQueryParameters = [:]
+        self.correlationID = nil
     }
 }

@@ -21,21 +21,26 @@ public final class PublicClientApplication: Sendable {
     let discovery: OpenIDConfigurationCache
     let client: OAuth2Client
     let refreshes = RefreshCoordinator()
+    let redirectURI: RedirectURI
+    let pendingAuthorizations = PendingAuthorizations()
 
     /// Creates an application.
-    /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has whitespace.
+    /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has
+    ///   whitespace; `.internal(.invalidRedirectURI)` when the redirect URI breaks a rule of
+    ///   ``RedirectURI`` (the message says which).
     public init(configuration: PublicClientApplicationConfiguration) throws(MSALError) {
         let clientID = configuration.clientID
         guard !clientID.isEmpty, !clientID.contains(where: { $0.isWhitespace }) else {
             throw .internal(.invalidParameter, "The client ID must be a non-empty string without whitespace.")
         }
+        self.redirectURI = try RedirectURI(configuration.redirectURI, applicationID: configuration.applicationID)
         self.configuration = configuration
         self.cache = TokenCache(store: configuration.cacheStore, logger: configuration.logger)
         self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
         self.client = OAuth2Client(transport: configuration.transport, logger: configuration.logger)
     }
 
-    private var logger: Logger { configuration.logger }
+    var logger: Logger { configuration.logger }
 
     // MARK: - Device code
 

@@ -19,6 +19,8 @@ struct ResponseContext {
     /// How the account signed in (`device_code`, ...), for a new account entry; a refresh keeps
     /// the cached entry's value.
     let accountSource: String?
+    /// The `nonce` sent in the authorization request; the ID token must carry it.
+    var nonce: String? = nil
 }
 
 extension PublicClientApplication {
@@ -46,7 +48,7 @@ extension PublicClientApplication {
             do {
                 let claims = try IDTokenClaims(jwt: idToken)
                 try claims.validate(
-                    issuer: context.openID.issuer, clientID: clientID, nonce: nil, now: now,
+                    issuer: context.openID.issuer, clientID: clientID, nonce: context.nonce, now: now,
                     allowedClockSkew: configuration.allowedClockSkew)
                 newClaims = claims
             } catch {

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import MSAL
 import MSALCacheSQLite
 import MSALCore
@@ -6,7 +9,7 @@ import MSALTestSupport
 
 /// `msal demo`: the whole first slice on the embedded local Entra-compatible provider, on loopback
 /// only: device-code sign-in (playing the user), a silent token from the cache, a forced refresh,
-/// and the account list. Tokens are never printed, only their length.
+/// an interactive sign-in (playing the browser), and the account list. Tokens are never printed, only their length.
 enum Demo {
     static func run(output: OutputFormat) async throws {
         @Sendable func step(_ text: String) { Console.out(text) }
@@ -46,15 +49,34 @@ enum Demo {
         show(refreshed, step)
         step("   a new access token: \(refreshed.accessToken != silent.accessToken ? "yes" : "no")")
 
-        step("5. Accounts in the cache")
+        step("5. Signing in interactively (authorization code + PKCE, loopback redirect, RFC 8252)")
+        // The demo's "browser" follows the provider's redirect to the SDK's loopback listener, as a
+        // real browser would after the user signed in.
+        let browser = ClosureBrowserLauncher { url in
+            Task {
+                let session = URLSession(configuration: .ephemeral)
+                _ = try? await session.data(from: url)
+                session.finishTasksAndInvalidate()
+            }
+            return true
+        }
+        let interactive = try await application.acquireToken(with: InteractiveTokenParameters(
+            scopes: scopes, promptType: .selectAccount, loginHint: user.username, browser: browser,
+            authorizationURLHandler: { url, _ in
+                step("   browser opened at \(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? 0)\(url.path)")
+            }))
+        show(interactive, step)
+
+        step("6. Accounts in the cache")
         for account in try application.allAccounts() {
             step("   \(account.username ?? "-")  id \(account.identifier)  environment \(account.environment)  tenants \(account.tenantProfiles.map(\.tenantID).joined(separator: ","))")
         }
         guard signIn.tokenSource == .identityProvider, silent.tokenSource == .cache, refreshed.tokenSource == .identityProvider,
-              refreshed.accessToken != silent.accessToken else {
-            throw MSALError.internal(.unexpected, "The demo's token sources were not identity_provider, cache, identity_provider.")
+              refreshed.accessToken != silent.accessToken, interactive.tokenSource == .identityProvider,
+              interactive.account == signIn.account else {
+            throw MSALError.internal(.unexpected, "The demo's results were not as expected (identity_provider, cache, identity_provider with a new token, the same account interactively).")
         }
-        step("Demo finished: signed in, served from the cache, refreshed. (Tokens are not printed.)")
+        step("Demo finished: device code, served from the cache, refreshed, interactive sign-in. (Tokens are not printed.)")
     }
 
     private static func show(_ result: AuthenticationResult, _ step: (String) -> Void) {

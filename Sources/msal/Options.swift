@@ -23,6 +23,11 @@ struct Options {
     var cache: String?
     var forceRefresh = false
     var output: OutputFormat = .text
+    var redirectURI: String?
+    var port: UInt16?
+    var prompt: String?
+    var loginHint: String?
+    var noBrowser = false
 
     static let commands = ["login", "token", "accounts", "logout", "demo", "help"]
 
@@ -62,6 +67,21 @@ struct Options {
                     throw UsageError(message: "--output must be json or text, not '\(raw)'")
                 }
                 options.output = format
+            case "--redirect-uri": options.redirectURI = try value(for: argument)
+            case "--port":
+                let raw = try value(for: argument)
+                guard let port = UInt16(raw), port > 0 else {
+                    throw UsageError(message: "--port must be a port number from 1 to 65535, not '\(raw)'")
+                }
+                options.port = port
+            case "--prompt":
+                let raw = try value(for: argument)
+                guard ["select_account", "login", "consent", "create", "none"].contains(raw) else {
+                    throw UsageError(message: "--prompt must be select_account, login, consent, create or none, not '\(raw)'")
+                }
+                options.prompt = raw
+            case "--login-hint": options.loginHint = try value(for: argument)
+            case "--no-browser": options.noBrowser = true
             case "--help", "-h": options.command = "help"
             default: throw UsageError(message: "unknown option '\(argument)'")
             }
@@ -74,6 +94,11 @@ struct Options {
         if options.cache == nil { options.cache = fallback("MSAL_CACHE") }
         if options.deviceCode && options.command != "login" {
             throw UsageError(message: "--device-code applies to 'login' only")
+        }
+        let interactiveOnly = options.redirectURI != nil || options.port != nil || options.prompt != nil
+            || options.loginHint != nil || options.noBrowser
+        if interactiveOnly && (options.command != "login" || options.deviceCode) {
+            throw UsageError(message: "--redirect-uri, --port, --prompt, --login-hint and --no-browser apply to interactive 'login' only")
         }
         if options.forceRefresh && options.command != "token" {
             throw UsageError(message: "--force-refresh applies to 'token' only")
@@ -88,6 +113,7 @@ struct Options {
     usage: msal <command> [options]
 
     commands:
+      login                 sign in in the browser (authorization code + PKCE, loopback redirect)
       login --device-code   sign in with the device authorization grant (RFC 8628)
       token                 get an access token silently (cache, else refresh token)
       accounts              list the signed-in accounts
@@ -102,6 +128,11 @@ struct Options {
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout
       --cache PATH                SQLite token cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite)
       --force-refresh             token: skip the cached access token and redeem the refresh token
+      --redirect-uri URI          login: loopback redirect URI (default http://localhost, any port)
+      --port N                    login: the listener's port (replaces the redirect URI's port)
+      --prompt P                  login: select_account, login, consent, create or none
+      --login-hint NAME           login: pre-fill the username
+      --no-browser                login: print the URL instead of opening a browser; still listen
       --output json|text          output format (default text)
 
     exit codes: 0 success, 1 error, 2 usage error, 3 interaction required

@@ -2,6 +2,7 @@ import Foundation
 import MSAL
 import MSALCacheSQLite
 import MSALCore
+import MSALWebAuth
 
 /// `msal`: sign in, get tokens and manage accounts from the command line; the contract scripts
 /// rely on is in `Options.usage` and README.md.
@@ -46,18 +47,45 @@ enum Tool {
         }
         let authority = try Authority(options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType)
         let store = try SQLiteTokenCacheStore(path: options.cache ?? SQLiteTokenCacheStore.defaultPath())
-        let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
-            clientID: clientID, authority: authority, cacheStore: store))
-        return (application, authority)
+        var configuration = PublicClientApplicationConfiguration(clientID: clientID, authority: authority, cacheStore: store)
+        if let redirect = try redirectURI(options) { configuration.redirectURI = redirect }
+        return (try PublicClientApplication(configuration: configuration), authority)
+    }
+
+    /// `--redirect-uri`, with `--port` replacing its port (or `http://127.0.0.1:<port>` alone).
+    static func redirectURI(_ options: Options) throws -> String? {
+        guard let port = options.port else { return options.redirectURI }
+        guard var components = URLComponents(string: options.redirectURI ?? "http://127.0.0.1") else {
+            throw UsageError(message: "--redirect-uri is not a URI")
+        }
+        components.port = Int(port)
+        return components.string
     }
 
     static func run(_ options: Options) async throws {
         let (application, authority) = try makeApplication(options)
         switch options.command {
-        case "login":
-            guard options.deviceCode else {
-                throw UsageError(message: "interactive sign-in is not available yet; use 'msal login --device-code'")
+        case "login" where !options.deviceCode:
+            if let redirect = try redirectURI(options), let parsed = try? RedirectURI(redirect, applicationID: nil), !parsed.isLoopback {
+                throw UsageError(message: "msal login needs a loopback redirect URI (http://127.0.0.1[:port][/path] or http://localhost[:port][/path])")
             }
+            let output = options.output
+            let browser: any BrowserLauncher = options.noBrowser ? ClosureBrowserLauncher { _ in false } : SystemBrowserLauncher()
+            var parameters = InteractiveTokenParameters(
+                scopes: options.scopes, promptType: options.prompt.flatMap(Prompt.init(rawValue:)),
+                loginHint: options.loginHint, browser: browser)
+            parameters.authorizationURLHandler = { url, opened in
+                switch output {
+                case .json:
+                    Console.err(Console.jsonLine(["authorization_url": url.absoluteString, "browser_opened": opened]))
+                case .text:
+                    Console.err(opened
+                        ? "A browser was opened to sign in; if none shows up, open this URL: \(url.absoluteString)"
+                        : "Open this URL in a browser to sign in: \(url.absoluteString)")
+                }
+            }
+            printResult(try await application.acquireToken(with: parameters), output)
+        case "login":
             let output = options.output
             let result = try await application.acquireToken(with: DeviceCodeParameters(scopes: options.scopes)) { info in
                 switch output {

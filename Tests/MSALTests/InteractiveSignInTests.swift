@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import MSAL
+import MSALCacheSQLite
+import MSALTestSupport
+import Testing
+
+/// Follows no redirect: returns the `Location` of the first response.
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// What a browser does after the user signed in: GET the authorization URL and follow the
+/// provider's redirect to the loopback listener.
+private func followingBrowser() -> ClosureBrowserLauncher {
+    ClosureBrowserLauncher { url in
+        Task {
+            let session = URLSession(configuration: .ephemeral)
+            _ = try? await session.data(from: url)
+            session.finishTasksAndInvalidate()
+        }
+        return true
+    }
+}
+
+/// The `Location` the provider redirects the authorization URL to.
+private func location(of url: URL) async throws -> URL {
+    let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+    defer { session.finishTasksAndInvalidate() }
+    let (_, response) = try await session.data(from: url)
+    let http = try #require(response as? HTTPURLResponse)
+    let value = try #require(http.value(forHTTPHeaderField: "Location"))
+    return try #require(URL(string: value))
+}
+
+@Suite("Interactive sign-in against the local provider")
+struct InteractiveSignInTests {
+    static let scopes = ["api://demo/Files.Read"]
+
+    @Test("Authorization code + PKCE through the loopback listener, then silent from the cache")
+    func success() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let opened = URLBox()
+        let result = try await application.acquireToken(with: InteractiveTokenParameters(
+            scopes: Self.scopes, extraScopesToConsent: ["api://demo/Files.Write"], promptType: .selectAccount,
+            loginHint: LocalIdentityProvider.demoUser.username, browser: followingBrowser(),
+            authorizationURLHandler: { url, browserOpened in opened.set(url, browserOpened) }))
+        #expect(result.tokenSource == .identityProvider)
+        #expect(result.account.username == LocalIdentityProvider.demoUser.username)
+        #expect(result.idTokenClaims?.nonce != nil)
+
+        let authorize = try #require(fixture.provider.authorizeRequests.last)
+        #expect(authorize.parameters["code_challenge_method"] == "S256")
+        #expect((authorize.parameters["code_challenge"] ?? "").count == 43)
+        #expect((authorize.parameters["state"] ?? "").count >= 22)
+        #expect((authorize.parameters["nonce"] ?? "").count >= 22)
+        #expect(authorize.parameters["client_info"] == "1")
+        #expect(authorize.parameters["prompt"] == "select_account")
+        #expect(authorize.parameters["login_hint"] == LocalIdentityProvider.demoUser.username)
+        let scope = ScopeSet(spaceDelimited: authorize.parameters["scope"] ?? "")
+        #expect(scope.isSuperset(of: ["api://demo/Files.Read", "api://demo/Files.Write", "openid", "profile", "offline_access"]))
+        let redirect = try #require(URL(string: authorize.parameters["redirect_uri"] ?? ""))
+        #expect(redirect.host == "localhost" || redirect.host == "127.0.0.1")
+        #expect((redirect.port ?? 0) > 0)
+        #expect(opened.value?.browserOpened == true)
+
+        let silent = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: result.account))
+        #expect(silent.tokenSource == .cache)
+        #expect(silent.accessToken == result.accessToken)
+    }
+
+    @Test("The account's username becomes the login hint")
+    func accountLoginHint() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let first = try await fixture.signIn(application)
+        _ = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, account: first.account, browser: followingBrowser()))
+        #expect(fixture.provider.authorizeRequests.last?.parameters["login_hint"] == first.account.username)
+    }
+
+    @Test("The user declining consent (access_denied) is userCanceled")
+    func denied() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        fixture.provider.setNextUserAction(.denyConsent)
+        let application = try fixture.application()
+        await #expect(throws: MSALError(.userCanceled, message: "")) {
+            try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: followingBrowser()))
+        }
+        #expect(try application.allAccounts().isEmpty)
+    }
+
+    @Test("No redirect within the timeout is a timeout error; no browser means the URL is handed over")
+    func timeout() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let opened = URLBox()
+        await #expect(throws: MSALError.internal(.timeout, "")) {
+            try await application.acquireToken(with: InteractiveTokenParameters(
+                scopes: Self.scopes, browser: ClosureBrowserLauncher { _ in false },
+                authorizationURLHandler: { url, browserOpened in opened.set(url, browserOpened) }, timeout: 0.5))
+        }
+        #expect(opened.value?.browserOpened == false)
+        #expect(opened.value?.url.path.hasSuffix("/oauth2/v2.0/authorize") == true)
+    }
+
+    @Test("Canceling the task ends the sign-in with userCanceled")
+    func cancellation() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let task = Task {
+            try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: ClosureBrowserLauncher { _ in true }))
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        task.cancel()
+        await #expect(throws: MSALError(.userCanceled, message: "")) { try await task.value }
+    }
+
+    @Test("A custom-scheme redirect is completed by handleResponse(url:)")
+    func customScheme() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let redirect = RedirectURI.msauth(applicationID: "com.contoso.App")
+        fixture.provider.registerRedirectURI(redirect)
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority,
+            cacheStore: try SQLiteTokenCacheStore(path: fixture.directory.path("custom.sqlite")))
+        configuration.redirectURI = redirect
+        configuration.applicationID = "com.contoso.App"
+        let application = try PublicClientApplication(configuration: configuration)
+        #expect(application.handleResponse(url: URL(string: "\(redirect)?code=x&state=nobody")!) == false)
+
+        // The "system" hands the app the custom-scheme URL the provider redirected to.
+        let browser = ClosureBrowserLauncher { url in
+            Task {
+                guard let delivered = try? await location(of: url) else { return }
+                _ = application.handleResponse(url: delivered)
+            }
+            return true
+        }
+        let result = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: browser, timeout: 10))
+        #expect(result.tokenSource == .identityProvider)
+        #expect(result.account.username == LocalIdentityProvider.demoUser.username)
+    }
+
+    @Test("Redirect URIs that break a rule are refused when the application is created", arguments: [
+        "urn:ietf:wg:oauth:2.0:oob", "https://app.example.com/callback", "http://localhost/cb#frag", "msauth.com.other.App://auth", "no-scheme",
+    ])
+    func invalidRedirectURI(uri: String) throws {
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: "app", authority: try Authority("https://login.microsoftonline.com/common"))
+        configuration.redirectURI = uri
+        configuration.applicationID = "com.contoso.App"
+        #expect(throws: MSALError.internal(.invalidRedirectURI, "")) { try PublicClientApplication(configuration: configuration) }
+    }
+}
+
+/// The URL handed to the app and whether a browser opened, set from a `@Sendable` closure.
+final class URLBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: (url: URL, browserOpened: Bool)?
+    func set(_ url: URL, _ browserOpened: Bool) { lock.lock(); stored = (url, browserOpened); lock.unlock() }
+    var value: (url: URL, browserOpened: Bool)? { lock.lock(); defer { lock.unlock() }; return stored }
+}
