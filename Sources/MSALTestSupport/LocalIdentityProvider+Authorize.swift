@@ -185,7 +185,7 @@ extension LocalIdentityProvider {
             if prompt == "none" {
                 // "If the request can't be completed silently via single-sign on", Entra answers
                 // login_required / interaction_required (OpenID Connect Core §3.1.2.6).
-                guard let session = state.sessionUsername, loginHint == nil || loginHint!.lowercased() == session else {
+                guard let session = state.sessionUsername, loginHint.map({ $0.lowercased() == session }) ?? true else {
                     return .error("login_required", codes: [50058], message: "A silent sign-in request was sent but no user is signed in.", subError: nil)
                 }
                 return .signedIn(username: session)
