@@ -36,7 +36,7 @@ let package = Package(
         ),
         .target(
             name: "MSALTestSupport",
-            dependencies: ["MSALCore", "MSALCache", "MSALWebAuth"]
+            dependencies: ["MSALCore", "MSALCache", "MSALWebAuth", "COpenSSL"]
         ),
         .executableTarget(
             name: "msal",

@@ -58,6 +58,8 @@ extension LocalIdentityProvider {
             return require("GET") { .json(["keys": .array([])]) }
         case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "devicecode":
             return require("POST") { deviceAuthorization(request, tenantSegment: segments[0], context) }
+        case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "authorize":
+            return require("GET") { authorize(request, tenantSegment: segments[0], context) }
         case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "token":
             return require("POST") { token(request, tenantSegment: segments[0], context) }
         default:
@@ -110,14 +112,14 @@ extension LocalIdentityProvider {
         return response
     }
 
-    private func unknownTenant(_ segment: String, _ context: RequestContext) -> HTTPServerResponse {
+    func unknownTenant(_ segment: String, _ context: RequestContext) -> HTTPServerResponse {
         errorResponse(
             "invalid_tenant", codes: [90002],
             message: "Tenant '\(segment)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.",
             context)
     }
 
-    private func missingParameter(_ name: String, _ context: RequestContext) -> HTTPServerResponse {
+    func missingParameter(_ name: String, _ context: RequestContext) -> HTTPServerResponse {
         errorResponse(
             "invalid_request", codes: [900144],
             message: "The request body must contain the following parameter: '\(name)'.", context)
@@ -247,6 +249,8 @@ extension LocalIdentityProvider {
         case "urn:ietf:params:oauth:grant-type:device_code":
             guard let deviceCode = form["device_code"], !deviceCode.isEmpty else { return missingParameter("device_code", context) }
             return deviceCodeGrant(deviceCode: deviceCode, clientID: clientID, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
+        case "authorization_code":
+            return authorizationCodeGrant(form: form, clientID: clientID, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
         case "refresh_token":
             guard let refreshToken = form["refresh_token"], !refreshToken.isEmpty else { return missingParameter("refresh_token", context) }
             return refreshTokenGrant(
@@ -370,9 +374,11 @@ extension LocalIdentityProvider {
     }
 
     /// A successful token response (RFC 6749 §5.1) in Entra's v2.0 shape.
-    private func issueTokens(
+    /// `nonce` is copied into the ID token (OpenID Connect Core §3.1.3.6), as Entra does for a
+    /// code whose authorize request carried one.
+    func issueTokens(
         username: String, clientID: String, scopes: [String], tenant: ResolvedTenant, wantsClientInfo: Bool,
-        _ context: RequestContext
+        nonce: String? = nil, _ context: RequestContext
     ) -> HTTPServerResponse {
         let now = context.now
         guard let (user, lifetime, refreshLifetime) = state.withLock({ state in
@@ -396,7 +402,7 @@ extension LocalIdentityProvider {
         ]
         if scopes.contains("openid") {
             let issued = now.timeIntervalSince1970.rounded(.down)
-            let claims: [String: JSONValue] = [
+            var claims: [String: JSONValue] = [
                 "iss": .string("\(context.base)/\(tokenTenant)/v2.0"),
                 "aud": .string(clientID),
                 "sub": .string(TokenMint.pairwiseSubject(objectID: user.objectID.lowercased(), clientID: clientID)),
@@ -409,6 +415,7 @@ extension LocalIdentityProvider {
                 "exp": .number(issued + 3600),
                 "ver": .string("2.0"),
             ]
+            if let nonce { claims["nonce"] = .string(nonce) }
             body["id_token"] = .string(TokenMint.unsignedJWT(claims))
         }
         if scopes.contains("offline_access") {

@@ -12,8 +12,12 @@ import Synchronization
 /// - `GET /common/discovery/instance` (Entra instance discovery, `api-version` 1.1),
 /// - `GET /{tenant}/discovery/v2.0/keys` (an empty JWK set: ID tokens are unsigned, `alg` `none`),
 /// - `POST /{tenant}/oauth2/v2.0/devicecode` (RFC 8628 §3.1–§3.2),
-/// - `POST /{tenant}/oauth2/v2.0/token` with the `device_code` (RFC 8628 §3.4–§3.5) and
-///   `refresh_token` (RFC 6749 §6) grants,
+/// - `GET /{tenant}/oauth2/v2.0/authorize`: the authorization code request with PKCE
+///   (RFC 6749 §4.1.1–§4.1.2, RFC 7636 §4.3), where the provider plays the user as
+///   ``setNextUserAction(_:)`` says,
+/// - `POST /{tenant}/oauth2/v2.0/token` with the `authorization_code` (RFC 6749 §4.1.3,
+///   RFC 7636 §4.5–§4.6), `device_code` (RFC 8628 §3.4–§3.5) and `refresh_token` (RFC 6749 §6)
+///   grants,
 /// - `GET`/`POST /devicelogin`: a small page where a person can approve a user code as a user.
 ///
 /// Errors have Entra's body: `error`, `error_description` (`AADSTSnnnn: …` followed by the trace
@@ -47,15 +51,16 @@ public final class LocalIdentityProvider: Sendable {
         }
     }
 
-    /// One request received at a token endpoint, kept for assertions.
+    /// One request received at a token endpoint or the authorize endpoint, kept for assertions.
     public struct RecordedRequest: Sendable, Hashable {
-        /// The HTTP method, normally `POST`.
+        /// The HTTP method: `POST` at the token endpoint, `GET` at the authorize endpoint.
         public var method: String
         /// The percent-decoded path, e.g. `/common/oauth2/v2.0/token`.
         public var path: String
-        /// The `grant_type` form parameter, if sent.
+        /// The `grant_type` form parameter, if sent; `nil` for authorize requests.
         public var grantType: String?
-        /// All form parameters of the body. Contains secrets (device codes, refresh tokens): tests only.
+        /// All form parameters of the body; for an authorize request, the query parameters.
+        /// Contains secrets (device codes, refresh tokens, code challenges): tests only.
         public var formParameters: [String: String]
         /// The request headers, names lowercased.
         public var headers: [String: String]
@@ -294,6 +299,20 @@ struct ProviderState {
         var revoked: Bool
     }
 
+    /// An authorization code issued by the authorize endpoint (RFC 6749 §4.1.2), waiting for the
+    /// token endpoint.
+    struct AuthorizationCodeGrant {
+        var username: String
+        var clientID: String
+        var redirectURI: String
+        var scopes: [String]
+        var codeChallenge: String
+        var nonce: String?
+        var clientInfo: Bool
+        var expiresAt: Date
+        var redeemed: Bool
+    }
+
     var port: UInt16 = 0
     var users: [String: LocalIdentityProvider.User] = [:]
     var domains: [String: String] = [:]
@@ -306,6 +325,14 @@ struct ProviderState {
     var refreshGrants: [String: RefreshGrant] = [:]
     var failures: [LocalIdentityProvider.Failure] = []
     var tokenRequests: [LocalIdentityProvider.RecordedRequest] = []
+    var authorizeRequests: [LocalIdentityProvider.RecordedRequest] = []
+    var authorizationCodes: [String: AuthorizationCodeGrant] = [:]
+    var authorizationCodeLifetime: TimeInterval = 600
+    var registeredRedirectURIs: Set<String> = []
+    var nextUserAction: LocalIdentityProvider.UserAction?
+    /// The user signed in to the browser session (the SSO cookie), lowercased; `nil` when none.
+    var sessionUsername: String?
+    var sessionState = UUID().uuidString.lowercased()
     var sequence = 0
 
     mutating func add(_ user: LocalIdentityProvider.User) {
