@@ -352,9 +352,9 @@ if [[ $deps == 0 ]]; then
     done
     wait_login 1
     echo "# browser login took $(python3 -c "print(f'{$EPOCHREALTIME - $started:.1f}')") s"
-    [[ -s $BROWSER_LOG ]] || echo "#   the browser log is empty: did msal run \$BROWSER?"
+    [[ -s $BROWSER_LOG ]] || echo "#   the browser log is empty: msal did not run \$BROWSER"
     # signin.py may still be finishing after msal exits: wait (bounded) for its status line.
-    for ((i = 0; i < 75; i++)); do
+    for ((i = 0; i < 75 && $(wc -c <"$BROWSER_LOG") > 0; i++)); do
       grep -q '^browser.sh: signin.py exited' "$BROWSER_LOG" && break
       sleep 0.2
     done

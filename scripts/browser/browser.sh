@@ -6,7 +6,8 @@
 #
 # Environment:
 #   MSAL_TEST_BROWSER_LOG       file for signin.py's output (default: a new temp file);
-#                               its last line is "browser.sh: signin.py exited with status N"
+#                               first line "browser.sh: starting signin.py ...",
+#                               last line "browser.sh: signin.py exited with status N"
 #   MSAL_TEST_BROWSER_USERNAME  / MSAL_TEST_BROWSER_PASSWORD (default alice / alice-password)
 #   MSAL_TEST_BROWSER_TIMEOUT   seconds for the sign-in (default 30)
 #   MSAL_TEST_BROWSER_SCREENSHOT_DIR  evidence on failure (default: a new temp dir)
@@ -35,6 +36,7 @@ args=("$url"
   --timeout "${MSAL_TEST_BROWSER_TIMEOUT:-30}")
 [[ -n ${MSAL_TEST_BROWSER_SCREENSHOT_DIR:-} ]] && args+=(--screenshot-dir "$MSAL_TEST_BROWSER_SCREENSHOT_DIR")
 
+echo "browser.sh: starting signin.py ($(date -u +%H:%M:%S))" >>"$log_file"
 # In the background, nothing inherited on stdin/stdout; signin.py ends by itself (--timeout).
 (
   status=0
