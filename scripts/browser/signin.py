@@ -122,15 +122,15 @@ def sign_in(driver, url, origin, username, password, deadline):
             raise SigninError("timed out")
         try:
             current = driver.current_url
-            if current.startswith(origin + "/") or current == origin:
-                if driver.execute_script("return document.readyState") == "complete":
-                    if driver.find_elements(By.CSS_SELECTOR, "body.neterror"):
-                        raise SigninError(
-                            f"redirected to {origin} but nothing answered there (is the listener running?)")
-                    return driver
-            elif not current.startswith(("http://", "https://")) and driver.find_elements(
-                    By.CSS_SELECTOR, "body.neterror"):
-                raise SigninError(f"the browser shows an error page for {current}")
+            at_redirect = current == origin or current.startswith(origin + "/")
+            loaded = driver.execute_script("return document.readyState") == "complete"
+            if loaded and driver.find_elements(By.CSS_SELECTOR, "body.neterror"):
+                if at_redirect:
+                    raise SigninError(f"redirected to {origin} but nothing answered there (is the listener running?)")
+                raise SigninError(f"the browser could not load {url_without_query(current)}")
+            if at_redirect:
+                if loaded:
+                    return
             else:
                 step(driver, username, password, clicks)
         except WebDriverException:
