@@ -12,7 +12,8 @@ public enum AuthorizationResponse: Sendable, Equatable, CustomStringConvertible,
     /// code; ``error`` reports it.
     case code(String)
     /// The server's error response: `error`, `error_description`, `error_uri` (RFC 6749 §4.1.2.1)
-    /// and Entra ID's `suberror`.
+    /// and Entra ID's `suberror` (on the authorize redirect Entra names it `error_subcode`, e.g.
+    /// `cancel` when the user canceled).
     case error(error: String, description: String?, uri: String?, subError: String?)
 
     /// Interprets the parameters of a redirect.
@@ -24,7 +25,8 @@ public enum AuthorizationResponse: Sendable, Equatable, CustomStringConvertible,
     ///   empty: the redirect does not belong to this request (RFC 6749 §10.12, a CSRF defence), so
     ///   the caller rejects it and keeps waiting. The comparison takes time independent of where
     ///   the values differ (OpenSSL `CRYPTO_memcmp`). Otherwise ``error(error:description:uri:subError:)``
-    ///   when `error` is present (even alongside a code), else ``code(_:)`` with `code`, or with
+    ///   when `error` is present (even alongside a code; `subError` from `suberror`, else
+    ///   `error_subcode`), else ``code(_:)`` with `code`, or with
     ///   `""` when `code` is missing.
     public static func parse(queryItems: [String: String], expectedState: String) -> AuthorizationResponse? {
         guard let state = queryItems["state"], !expectedState.isEmpty, constantTimeEqual(state, expectedState) else {
@@ -35,7 +37,7 @@ public enum AuthorizationResponse: Sendable, Equatable, CustomStringConvertible,
                 error: error,
                 description: queryItems["error_description"],
                 uri: queryItems["error_uri"],
-                subError: queryItems["suberror"]
+                subError: queryItems["suberror"] ?? queryItems["error_subcode"]
             )
         }
         return .code(queryItems["code"] ?? "")

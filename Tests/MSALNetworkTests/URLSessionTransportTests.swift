@@ -76,18 +76,18 @@ final class LoopbackSocket: @unchecked Sendable {
 
 @Suite("URLSessionTransport against loopback sockets")
 struct URLSessionTransportTests {
-    @Test("a provider that is down: networkError naming the host, quickly")
+    // A refused connection must fail as networkError at once; had it hung, it would end as
+    // .timeout after the transport's 10 s instead, so the code itself tells the two apart
+    // (no wall-clock assertion: speed is for benchmarks, not unit tests).
+    @Test("a provider that is down: networkError naming the host, not a timeout")
     func providerDown() async throws {
         let socket = try LoopbackSocket(listen: false)
         let transport = URLSessionTransport(timeout: 10)
-        let started = ContinuousClock.now
         let error = try #require(await capture {
             try await transport.send(HTTPRequest(method: .get, url: socket.url))
         })
-        let elapsed = ContinuousClock.now - started
         #expect(error == .internal(.networkError, ""))
         #expect(error.message.contains("127.0.0.1"))
-        #expect(elapsed < .seconds(3))
     }
 
     @Test("a provider that accepts but never answers: timeout after the configured seconds")
@@ -102,14 +102,12 @@ struct URLSessionTransportTests {
         #expect(error == .internal(.timeout, ""))
         #expect(error.message.contains("127.0.0.1"))
         #expect(elapsed >= .milliseconds(900))
-        #expect(elapsed < .seconds(5))
     }
 
     @Test("cancelling the task stops a hanging request with userCanceled")
     func cancellation() async throws {
         let socket = try LoopbackSocket(listen: true)
         let transport = URLSessionTransport(timeout: 30)
-        let started = ContinuousClock.now
         let task = Task { () async -> MSALError? in
             await capture { try await transport.send(HTTPRequest(method: .get, url: socket.url)) }
         }
@@ -117,7 +115,6 @@ struct URLSessionTransportTests {
         task.cancel()
         let error = try #require(await task.value)
         #expect(error.code == .userCanceled)
-        #expect(ContinuousClock.now - started < .seconds(5))
     }
 
     @Test("a task cancelled before sending never connects")

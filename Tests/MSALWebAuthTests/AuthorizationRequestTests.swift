@@ -1,7 +1,23 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import MSALCore
+import MSALNetwork
+import MSALTestSupport
 import MSALWebAuth
 import Testing
+
+/// Refuses every redirect, so the identity provider's `302` comes back to the test as the browser
+/// would see it.
+private final class RefuseRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
 
 @Suite("AuthorizationRequest")
 struct AuthorizationRequestTests {
@@ -163,5 +179,91 @@ struct AuthorizationRequestTests {
                 #expect(!text.contains(secret))
             }
         }
+    }
+
+    // MARK: Against the local identity provider
+
+    /// Opens `url` as a browser would and returns the `Location` of the provider's redirect.
+    private func follow(_ url: URL) async throws -> URL {
+        let session = URLSession(configuration: .ephemeral, delegate: RefuseRedirects(), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let (_, response) = try await session.data(from: url)
+        let http = try #require(response as? HTTPURLResponse)
+        #expect(http.statusCode == 302)
+        let location = try #require(http.value(forHTTPHeaderField: "Location"))
+        return try #require(URL(string: location))
+    }
+
+    @Test("End to end: the URL is understood by an Entra-compatible provider and tokenParameters redeem the code")
+    func endToEnd() async throws {
+        let provider = LocalIdentityProvider()
+        try provider.start()
+        defer { provider.stop() }
+        let endpoint = provider.baseURL.appendingPathComponent("common/oauth2/v2.0/authorize")
+        let tokenEndpoint = provider.baseURL.appendingPathComponent("common/oauth2/v2.0/token")
+        let redirectURI = try RedirectURI("http://127.0.0.1/callback", applicationID: nil).withPort(53_127)
+        let request = try AuthorizationRequest(
+            authorizationEndpoint: endpoint, clientID: LocalIdentityProvider.demoClientID, redirectURI: redirectURI.url,
+            scopes: ScopeSet(["user.read"]).union(ScopeSet.reservedOIDCScopes), prompt: .selectAccount,
+            loginHint: LocalIdentityProvider.demoUser.username, includeClientInfo: true
+        )
+
+        let location = try await follow(request.url)
+        #expect(location.absoluteString.hasPrefix("http://127.0.0.1:53127/callback?"))
+        #expect(AuthorizationResponse.parse(url: location, expectedState: "another-request-state") == nil)
+        let response = try #require(AuthorizationResponse.parse(url: location, expectedState: request.state))
+        guard case .code(let code) = response else {
+            Issue.record("expected a code, got \(response)")
+            return
+        }
+        #expect(response.error == nil)
+        #expect(provider.authorizeRequests.last?.formParameters["code_challenge"] == request.pkce.codeChallenge)
+
+        let tokens = try await OAuth2Client(transport: URLSessionTransport()).redeem(
+            tokenEndpoint: tokenEndpoint, parameters: request.tokenParameters(code: code), correlationID: UUID().uuidString
+        )
+        #expect(!tokens.accessToken.isEmpty)
+        #expect(tokens.clientInfo != nil)
+        let claims = try IDTokenClaims(jwt: try #require(tokens.idToken))
+        #expect(claims.nonce == request.nonce)
+        #expect(claims.preferredUsername == LocalIdentityProvider.demoUser.username)
+    }
+
+    @Test("End to end: a wrong code verifier is refused by the provider (RFC 7636 §4.6)")
+    func wrongVerifier() async throws {
+        let provider = LocalIdentityProvider()
+        try provider.start()
+        defer { provider.stop() }
+        var request = try AuthorizationRequest(
+            authorizationEndpoint: provider.baseURL.appendingPathComponent("common/oauth2/v2.0/authorize"),
+            clientID: LocalIdentityProvider.demoClientID, redirectURI: redirect, scopes: ["user.read", "openid"]
+        )
+        let response = AuthorizationResponse.parse(url: try await follow(request.url), expectedState: request.state)
+        guard case .code(let code) = response else {
+            Issue.record("expected a code, got \(String(describing: response))")
+            return
+        }
+        request.pkce = try PKCE()
+        await #expect(throws: MSALError.self) {
+            _ = try await OAuth2Client(transport: URLSessionTransport()).redeem(
+                tokenEndpoint: provider.baseURL.appendingPathComponent("common/oauth2/v2.0/token"),
+                parameters: request.tokenParameters(code: code), correlationID: UUID().uuidString
+            )
+        }
+    }
+
+    @Test("End to end: the user canceling comes back as userCanceled")
+    func userCanceled() async throws {
+        let provider = LocalIdentityProvider()
+        try provider.start()
+        defer { provider.stop() }
+        provider.setNextUserAction(.cancel)
+        let request = try AuthorizationRequest(
+            authorizationEndpoint: provider.baseURL.appendingPathComponent("common/oauth2/v2.0/authorize"),
+            clientID: LocalIdentityProvider.demoClientID, redirectURI: redirect, scopes: ["user.read", "openid"]
+        )
+        let response = try #require(AuthorizationResponse.parse(url: try await follow(request.url), expectedState: request.state))
+        #expect(response.error?.code == .userCanceled)
+        #expect(response.error?.subError == "cancel")
     }
 }

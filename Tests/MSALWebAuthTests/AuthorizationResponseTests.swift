@@ -65,6 +65,16 @@ struct AuthorizationResponseTests {
         #expect(error.oauthErrorDescription == "AADSTS65004: User declined to consent.")
     }
 
+    @Test("Entra's error_subcode=cancel on the authorize redirect is read as the suberror")
+    func errorSubcode() throws {
+        let response = try #require(AuthorizationResponse.parse(
+            queryItems: ["error": "access_denied", "error_subcode": "cancel", "state": state], expectedState: state
+        ))
+        #expect(response == .error(error: "access_denied", description: nil, uri: nil, subError: "cancel"))
+        #expect(response.error?.code == .userCanceled)
+        #expect(response.error?.subError == "cancel")
+    }
+
     @Test("Any other error is serverError with error, description and suberror; the error wins over a code")
     func otherError() throws {
         let response = try #require(AuthorizationResponse.parse(

@@ -269,12 +269,10 @@ struct DeviceCodeFlowTests {
         }
         var iterator = shown.makeAsyncIterator()
         _ = await iterator.next()
-        let started = ContinuousClock.now
         task.cancel()
         let error = try #require(await task.value)
         #expect(error.code == .userCanceled)
         #expect(error.correlationID == "corr-1")
-        #expect(ContinuousClock.now - started < .seconds(5))
         #expect(harness.transport.tokenRequests.isEmpty)
     }
 }
