@@ -20,7 +20,7 @@ func loopbackGET(_ url: URL) async throws -> (status: Int, body: String) {
 }
 
 /// The bound redirect URI with `query` appended (and `path` in place of the redirect path).
-func redirect(_ bound: URL, path: String? = nil, query: String) -> URL {
+func loopbackRedirectURL(_ bound: URL, path: String? = nil, query: String) -> URL {
     var components = URLComponents(url: bound, resolvingAgainstBaseURL: false)!
     if let path { components.path = path }
     components.percentEncodedQuery = query
@@ -52,7 +52,7 @@ struct LoopbackRedirectListenerTests {
         #expect(try listener.start() == bound, "start() is idempotent")
 
         let waiter = Task { try await listener.waitForResponse() }
-        let (status, body) = try await loopbackGET(redirect(bound, query: "code=THE-CODE&state=STATE-A"))
+        let (status, body) = try await loopbackGET(loopbackRedirectURL(bound, query: "code=THE-CODE&state=STATE-A"))
         #expect(status == 200)
         #expect(body.contains("You are signed in; you can close this window"))
         #expect(!body.contains("THE-CODE"))
@@ -80,11 +80,11 @@ struct LoopbackRedirectListenerTests {
         let listener = LoopbackRedirectListener(redirectURI: URL(string: "http://localhost/")!, expectedState: "STATE-B")
         let bound = try listener.start()
         let waiter = Task { try await listener.waitForResponse() }
-        let wrong = try await loopbackGET(redirect(bound, query: "code=FORGED&state=ATTACKER"))
+        let wrong = try await loopbackGET(loopbackRedirectURL(bound, query: "code=FORGED&state=ATTACKER"))
         #expect(wrong.status == 400)
-        let missing = try await loopbackGET(redirect(bound, query: "code=FORGED"))
+        let missing = try await loopbackGET(loopbackRedirectURL(bound, query: "code=FORGED"))
         #expect(missing.status == 400)
-        let right = try await loopbackGET(redirect(bound, query: "code=REAL&state=STATE-B"))
+        let right = try await loopbackGET(loopbackRedirectURL(bound, query: "code=REAL&state=STATE-B"))
         #expect(right.status == 200)
         #expect(try await waiter.value == .code("REAL"))
     }
@@ -93,9 +93,9 @@ struct LoopbackRedirectListenerTests {
         let listener = LoopbackRedirectListener(redirectURI: URL(string: "http://127.0.0.1/cb")!, expectedState: "S")
         let bound = try listener.start()
         let waiter = Task { try await listener.waitForResponse() }
-        #expect(try await loopbackGET(redirect(bound, path: "/favicon.ico", query: "")).status == 404)
-        #expect(try await loopbackGET(redirect(bound, path: "/elsewhere", query: "code=C&state=S")).status == 404)
-        #expect(try await loopbackGET(redirect(bound, query: "code=C&state=S")).status == 200)
+        #expect(try await loopbackGET(loopbackRedirectURL(bound, path: "/favicon.ico", query: "")).status == 404)
+        #expect(try await loopbackGET(loopbackRedirectURL(bound, path: "/elsewhere", query: "code=C&state=S")).status == 404)
+        #expect(try await loopbackGET(loopbackRedirectURL(bound, query: "code=C&state=S")).status == 200)
         #expect(try await waiter.value == .code("C"))
     }
 
@@ -103,7 +103,7 @@ struct LoopbackRedirectListenerTests {
         let listener = LoopbackRedirectListener(redirectURI: URL(string: "http://127.0.0.1/")!, expectedState: "S")
         let bound = try listener.start()
         let waiter = Task { try await listener.waitForResponse() }
-        let (status, body) = try await loopbackGET(redirect(
+        let (status, body) = try await loopbackGET(loopbackRedirectURL(
             bound, query: "error=access_denied&error_description=%3Cscript%3Ealert(1)%3C%2Fscript%3E+said+no&state=S"))
         #expect(status == 200)
         #expect(body.contains("access_denied"))
@@ -121,8 +121,7 @@ struct LoopbackRedirectListenerTests {
         let error = await thrown { try await listener.waitForResponse() }
         #expect(error == .internal(.timeout, ""))
         #expect(error?.message.contains("0.3 seconds") == true)
-        let elapsed = Date().timeIntervalSince(started)
-        #expect(elapsed >= 0.25 && elapsed < 5)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
         // A late response is turned away (or finds the port closed).
         let late = RawTCP.exchange(port: UInt16(bound.port!), bytes: Array("GET /?code=C&state=S HTTP/1.0\r\n\r\n".utf8), timeout: 2)
         #expect(!late.response.hasPrefix("HTTP/1.1 200"))
@@ -135,11 +134,10 @@ struct LoopbackRedirectListenerTests {
         // Let the waiter register (the result is the same either way: cancellation before or
         // during the wait both end in userCanceled).
         try await Task.sleep(nanoseconds: 50_000_000)
-        let started = Date()
+        // Had cancellation been ignored, the wait would end as .internal(.timeout) after 300 s.
         waiter.cancel()
         let error = await waiter.value
         #expect(error?.code == .userCanceled)
-        #expect(Date().timeIntervalSince(started) < 2)
     }
 
     @Test func stopEndsAPendingWaitWithUserCanceled() async throws {
@@ -185,7 +183,7 @@ struct LoopbackRedirectListenerTests {
         let rejected = RawTCP.exchange(port: UInt16(bound.port!), bytes: Array(huge.utf8))
         let status = rejected.response.prefix(12)
         #expect(["HTTP/1.1 413", "HTTP/1.1 414", "HTTP/1.1 431"].contains(status), "got \(status)")
-        #expect(try await loopbackGET(redirect(bound, query: "code=C&state=S")).status == 200)
+        #expect(try await loopbackGET(loopbackRedirectURL(bound, query: "code=C&state=S")).status == 200)
         #expect(try await waiter.value == .code("C"))
     }
 
@@ -193,11 +191,11 @@ struct LoopbackRedirectListenerTests {
         let listener = LoopbackRedirectListener(redirectURI: URL(string: "http://127.0.0.1/")!, expectedState: "S", readTimeout: 0.3)
         let bound = try listener.start()
         let waiter = Task { try await listener.waitForResponse() }
-        let silent = RawTCP.exchange(port: UInt16(bound.port!), bytes: [], timeout: 5)
+        let silent = RawTCP.exchange(port: UInt16(bound.port!), bytes: [], timeout: 10)
         let closedAfter = try #require(silent.closedAfter, "the server must close a silent connection")
-        #expect(closedAfter >= 0.2 && closedAfter < 3)
+        #expect(closedAfter >= 0.25)
         #expect(silent.response.isEmpty)
-        #expect(try await loopbackGET(redirect(bound, query: "code=C&state=S")).status == 200)
+        #expect(try await loopbackGET(loopbackRedirectURL(bound, query: "code=C&state=S")).status == 200)
         #expect(try await waiter.value == .code("C"))
     }
 
