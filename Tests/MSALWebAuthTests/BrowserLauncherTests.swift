@@ -129,7 +129,21 @@ struct BrowserLauncherTests {
             """)
         // PATH without the real xdg-open: if the script failed to start, nothing else must.
         let launcher = SystemBrowserLauncher(environment: ["BROWSER": browser, "PATH": dir.url.path])
-        #expect(await launcher.open(signInURL))
+        // Our stdin may itself be /dev/null (as under CI): make it a pipe while the browser
+        // starts, so inheriting it would show. Both pipe ends are close-on-exec, so a process
+        // another test starts meanwhile holds at most the read end, which sees EOF once closed.
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let savedStdin = dup(0)
+        try #require(savedStdin >= 0)
+        dup2(ends[0], 0)
+        let opened = await launcher.open(signInURL)
+        dup2(savedStdin, 0)
+        close(savedStdin)
+        close(ends[0])
+        close(ends[1])
+        #expect(opened)
         let facts = try #require(try await waitForFile(out)).split(separator: "\n").map(String.init)
         try #require(facts.count == 3)
         let pid = try #require(Int32(facts[2]))

@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MSALCore
 import MSALWebAuth
 import Testing
@@ -74,6 +77,27 @@ struct LoopbackRedirectListenerTests {
         // Reachable on 127.0.0.1 (what RawTCP connects to).
         let probe = RawTCP.exchange(port: UInt16(port), bytes: Array("GET /nothing HTTP/1.0\r\n\r\n".utf8))
         #expect(probe.response.hasPrefix("HTTP/1.1 404"))
+    }
+
+    @Test(arguments: ["http://localhost/", "http://127.0.0.1/"])
+    func bindsTheLoopbackAddressNotTheWildcard(uri: String) async throws {
+        let listener = LoopbackRedirectListener(redirectURI: URL(string: uri)!, expectedState: "S")
+        let port = try #require(try listener.start().port)
+        defer { listener.stop() }
+        // Another loopback address on the same port is free only if the listener did not take
+        // the wildcard address (0.0.0.0), which would conflict with every address.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0002).bigEndian  // 127.0.0.2
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0, "127.0.0.2:\(port) must be free: the listener binds 127.0.0.1 only")
+        #expect(listen(fd, 1) == 0)
     }
 
     @Test func wrongOrMissingStateIs400AndTheListenerKeepsWaiting() async throws {
