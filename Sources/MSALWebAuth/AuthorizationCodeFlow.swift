@@ -33,7 +33,7 @@ public struct AuthorizationCodeFlow: Sendable {
     /// Starts `listener` (if not yet started) BEFORE opening the browser, opens ``AuthorizationRequest/url``,
     /// calls `onAuthorizationURL` (so the app can show the URL when no browser opened), waits for
     /// the redirect, then redeems the code with ``AuthorizationRequest/tokenParameters(code:)``.
-    /// The listener is stopped on every way out.
+    /// The listener is closed on every way out (without waiting for idle browser connections).
     ///
     /// Build `request` with the redirect URI that ``LoopbackRedirectListener/start()`` returned
     /// (it carries the bound port), and the listener with `request.state`.
@@ -59,7 +59,7 @@ public struct AuthorizationCodeFlow: Sendable {
         correlationID: String,
         onAuthorizationURL: @escaping @Sendable (URL, _ browserOpened: Bool) async -> Void
     ) async throws(MSALError) -> TokenResponse {
-        defer { listener.stop() }
+        defer { listener.close() }
         let boundRedirectURI: URL
         do {
             boundRedirectURI = try listener.start()

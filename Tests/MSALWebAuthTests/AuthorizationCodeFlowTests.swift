@@ -2,6 +2,9 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MSALCore
 import MSALNetwork
 import MSALWebAuth
@@ -170,13 +173,52 @@ struct AuthorizationCodeFlowTests {
         #expect(formFields(sent)["redirect_uri"] == request.redirectURI.absoluteString)
 
         // The listener is closed, and no secret reached the log.
-        let port = try #require(request.redirectURI.port)
-        #expect(RawTCP.exchange(port: UInt16(port), bytes: Array("GET / HTTP/1.0\r\n\r\n".utf8), timeout: 2).response.isEmpty)
+        #expect(!isListening(try #require(request.redirectURI.port)))
         let log = logLines.withLock { $0 }.joined(separator: "\n")
         #expect(!log.isEmpty)
         for secret in [codeSecret, accessTokenSecret, request.state, request.nonce, request.pkce.codeVerifier, request.pkce.codeChallenge] {
             #expect(!log.contains(secret))
         }
+    }
+
+    @Test func anIdleBrowserConnectionDoesNotDelayTheResult() async throws {
+        // Browsers open speculative connections and leave them silent; the flow must not wait
+        // for them (they end after the read timeout, here 300 s).
+        var request = try AuthorizationRequest(
+            authorizationEndpoint: authorizeEndpoint, clientID: "client-1",
+            redirectURI: URL(string: "http://localhost/")!, scopes: ["User.Read"])
+        let listener = LoopbackRedirectListener(
+            redirectURI: request.redirectURI, expectedState: request.state, readTimeout: 300)
+        request.redirectURI = try listener.start()
+        let port = try #require(request.redirectURI.port)
+        let events = Events()
+        let idle = Task.detached {
+            // Connect and stay silent until the flow is done (or 10 s passed), then leave.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            events.append("idle connected")
+            for _ in 0..<1000 where !events.all.contains("flow done") {
+                try? await Task.sleep(nanoseconds: 10_000_000)
+            }
+            events.append("idle leaves")  // before close: closing may release a waiting flow
+            close(fd)
+        }
+        let browser = ClosureBrowserLauncher { url in
+            while !events.all.contains("idle connected") { try? await Task.sleep(nanoseconds: 5_000_000) }
+            return (try? await performRedirect(for: url, query: "code=\(codeSecret)")) != nil
+        }
+        let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: TokenEndpointTransport(tokenAnswer())), browser: browser)
+        let token = try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "c") { _, _ in }
+        events.append("flow done")
+        await idle.value
+        #expect(token.accessToken == accessTokenSecret)
+        #expect(events.all == ["idle connected", "flow done", "idle leaves"])
     }
 
     @Test func accessDeniedShowsTheErrorPageAndThrowsUserCanceled() async throws {
@@ -331,8 +373,7 @@ struct AuthorizationCodeFlowTests {
         task.cancel()
         let error = await task.value
         #expect(error?.code == .userCanceled)
-        let port = try #require(request.redirectURI.port)
-        #expect(RawTCP.exchange(port: UInt16(port), bytes: Array("GET / HTTP/1.0\r\n\r\n".utf8), timeout: 2).response.isEmpty)
+        #expect(try await portCloses(try #require(request.redirectURI.port)))
     }
 
     // MARK: - Custom-scheme variant (the response is delivered by the facade)
