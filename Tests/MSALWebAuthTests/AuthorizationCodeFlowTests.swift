@@ -7,6 +7,7 @@ import Glibc
 #endif
 import MSALCore
 import MSALNetwork
+import MSALTestSupport
 import MSALWebAuth
 import Synchronization
 import Testing
@@ -374,6 +375,43 @@ struct AuthorizationCodeFlowTests {
         let error = await task.value
         #expect(error?.code == .userCanceled)
         #expect(try await portCloses(try #require(request.redirectURI.port)))
+    }
+
+    // MARK: - End to end against the local identity provider
+
+    @Test(arguments: [LocalIdentityProvider.UserAction?.none, .cancel])
+    func endToEndAgainstTheLocalIdentityProvider(action: LocalIdentityProvider.UserAction?) async throws {
+        let provider = LocalIdentityProvider()
+        try provider.start()
+        defer { provider.stop() }
+        if let action { provider.setNextUserAction(action) }
+        var request = try AuthorizationRequest(
+            authorizationEndpoint: provider.baseURL.appendingPathComponent("common/oauth2/v2.0/authorize"),
+            clientID: LocalIdentityProvider.demoClientID, redirectURI: URL(string: "http://localhost/")!,
+            scopes: ["user.read", "openid", "profile", "offline_access"], includeClientInfo: true)
+        let listener = LoopbackRedirectListener(redirectURI: request.redirectURI, expectedState: request.state)
+        request.redirectURI = try listener.start()
+        let page = Mutex<String>("")
+        // The "browser": GET the authorize URL and follow the provider's 302 to the listener.
+        let browser = ClosureBrowserLauncher { url in
+            guard let (status, body) = try? await loopbackGET(url) else { return false }
+            page.withLock { $0 = "\(status) \(body)" }
+            return true
+        }
+        let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: URLSessionTransport()), browser: browser)
+        let tokenEndpoint = provider.baseURL.appendingPathComponent("common/oauth2/v2.0/token")
+        do {
+            let token = try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "e2e") { _, _ in }
+            #expect(action == nil)
+            #expect(!token.accessToken.isEmpty)
+            #expect(token.idToken != nil)
+            #expect(page.withLock { $0 }.contains("You are signed in"))
+        } catch {
+            #expect(action == .cancel)
+            #expect(error.code == .userCanceled)
+            #expect(error.oauthError == "access_denied")
+            #expect(page.withLock { $0 }.contains("access_denied"))
+        }
     }
 
     // MARK: - Custom-scheme variant (the response is delivered by the facade)
