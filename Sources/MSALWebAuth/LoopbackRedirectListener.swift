@@ -71,7 +71,9 @@ public final class LoopbackRedirectListener: Sendable {
     deinit {
         let (server, timer) = state.withLock { ($0.server, $0.timer) }
         timer?.cancel()
-        server?.stop()
+        // In the background: stopping waits for connections in flight (an idle preconnect
+        // socket of the browser may hold one for up to readTimeout).
+        if let server { DispatchQueue.global().async { server.stop() } }
     }
 
     /// Binds the loopback address and starts listening; starts the timeout.
@@ -154,6 +156,13 @@ public final class LoopbackRedirectListener: Sendable {
     }
 
     // MARK: - Internals
+
+    /// Like ``stop()`` but never blocks: the server stops in the background (connections in
+    /// flight, such as a browser's idle preconnect socket, end by themselves within
+    /// `readTimeout`). Used by ``AuthorizationCodeFlow`` on its way out.
+    func close() {
+        finish(.failure(MSALError(.userCanceled, message: "The loopback redirect listener was stopped before a response arrived.")))
+    }
 
     /// Runs on a connection thread of the server.
     private func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
