@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what is missing, starts Glewlwyd (a real OpenID
 # provider) on 127.0.0.1, runs every Swift test suite (unit, local-provider integration, Glewlwyd
-# end to end), then checks the `msal` tool against Glewlwyd as a script would.
+# end to end with a real headless Chromium), then checks the `msal` tool against Glewlwyd as a
+# script would (device code, then interactive sign-in with a script and with Chromium as the browser).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-deps.sh --test
 scripts/glewlwyd.sh install
+scripts/install-browser-test-deps.sh
 
 swift build --build-tests
 
@@ -23,6 +25,7 @@ swift test --skip-build || swift_status=$?
 
 e2e_status=0
 MSAL_BIN=.build/debug/msal scripts/e2e-glewlwyd-cli.sh || e2e_status=$?
+MSAL_BIN=.build/debug/msal scripts/e2e-glewlwyd-interactive-cli.sh || e2e_status=$?
 
 if [[ $swift_status -ne 0 || $e2e_status -ne 0 ]]; then
   echo "test.sh: FAILED (swift test exit $swift_status, msal end-to-end exit $e2e_status)" >&2

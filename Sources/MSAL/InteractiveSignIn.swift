@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import MSALCore
 import MSALNetwork
 public import MSALWebAuth
@@ -44,7 +44,7 @@ extension PublicClientApplication {
         let authority = parameters.authority ?? configuration.authority
         logger.info("interactive sign-in at \(authority.environment), correlation \(correlationID)")
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
-        let request = try AuthorizationRequest(
+        var request = try AuthorizationRequest(
             authorizationEndpoint: openID.authorizationEndpoint,
             clientID: configuration.clientID,
             redirectURI: redirectURI.url,
@@ -59,7 +59,9 @@ extension PublicClientApplication {
         let onURL = parameters.authorizationURLHandler ?? { _, _ in }
         let response: TokenResponse
         if redirectURI.isLoopback {
+            // Bind first: with port 0 the request must carry the port the system chose.
             let listener = LoopbackRedirectListener(redirectURI: redirectURI.url, expectedState: request.state, timeout: parameters.timeout)
+            request.redirectURI = try listener.start()
             response = try await flow.run(
                 request: request, listener: listener, tokenEndpoint: openID.tokenEndpoint,
                 correlationID: correlationID, onAuthorizationURL: onURL)

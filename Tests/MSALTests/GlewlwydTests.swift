@@ -85,4 +85,38 @@ struct GlewlwydTests {
             #expect(error.httpStatusCode == 400)
         }
     }
+
+    @Test("Interactive sign-in in a real browser: the SDK's launcher opens headless Chromium on Glewlwyd's login page, the redirect reaches the loopback listener; then silent from the cache")
+    func realBrowser() async throws {
+        let glewlwyd = try #require(GlewlwydEnvironment.current, "GLEWLWYD_ISSUER and GLEWLWYD_CLIENT_ID must be set (scripts/test.sh sets them)")
+        let directory = TemporaryDirectory()
+        // Glewlwyd matches redirect URIs exactly, port included (Docs/Glewlwyd.md): use the
+        // registered one rather than a port the system chooses.
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: glewlwyd.clientID, authority: try Authority(glewlwyd.issuer, type: .oidc),
+            cacheStore: try SQLiteTokenCacheStore(path: directory.path("browser.sqlite")))
+        configuration.redirectURI = "http://127.0.0.1:4594/callback"
+        let application = try PublicClientApplication(configuration: configuration)
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["BROWSER"] = repositoryRoot.appendingPathComponent("scripts/browser/browser.sh").path
+        environment["MSAL_TEST_BROWSER_LOG"] = directory.path("browser.log")
+        environment["MSAL_TEST_BROWSER_SCREENSHOT_DIR"] = directory.path("screenshots")
+        let result: AuthenticationResult
+        do {
+            result = try await application.acquireToken(with: InteractiveTokenParameters(
+                scopes: scopes, browser: SystemBrowserLauncher(environment: environment), timeout: 90))
+        } catch {
+            let log = (try? String(contentsOfFile: directory.path("browser.log"), encoding: .utf8)) ?? "(no browser log)"
+            Issue.record("interactive sign-in failed: \(error)\nbrowser log:\n\(log)")
+            return
+        }
+        #expect(result.tokenSource == .identityProvider)
+        #expect(result.idTokenClaims?.issuer == glewlwyd.issuer)
+        #expect(result.idTokenClaims?.nonce != nil)
+
+        let silent = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: scopes, account: result.account))
+        #expect(silent.tokenSource == .cache)
+        #expect(silent.accessToken == result.accessToken)
+    }
 }
