@@ -25,7 +25,7 @@ extension PublicClientApplication {
         do {
             return try await interactiveSignIn(parameters, correlationID: correlationID)
         } catch {
-            throw error.filling(correlationID: correlationID)
+            throw Self.interactiveFailure(error).filling(correlationID: correlationID)
         }
     }
 
@@ -36,6 +36,20 @@ extension PublicClientApplication {
     ///   waiting; `false` otherwise (the URL is not for swift-msal, or the sign-in already ended).
     public func handleResponse(url: URL) -> Bool {
         pendingAuthorizations.deliver(url)
+    }
+
+    /// An error redirect saying the user must interact (`prompt=none` answered with
+    /// `login_required`, `interaction_required` or `consent_required`, OpenID Connect Core
+    /// §3.1.2.6) is `interactionRequired`, as for a silent request; everything else is unchanged.
+    static func interactiveFailure(_ error: MSALError) -> MSALError {
+        guard error.code == .serverError,
+              let oauthError = error.oauthError,
+              ["login_required", "interaction_required", "consent_required", "account_selection_required"].contains(oauthError)
+        else { return error }
+        var mapped = error
+        mapped.code = .interactionRequired
+        mapped.internalCode = nil
+        return mapped
     }
 
     private func interactiveSignIn(_ parameters: InteractiveTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {

@@ -48,8 +48,9 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The account asked for is not in the cache.
         case accountNotFound
         /// The redirect URI is not allowed (a fragment, no scheme or host, `urn:ietf:wg:oauth:2.0:oob`,
-        /// `http(s)` on a host that is not loopback, or `msauth.<other app id>://auth`); the message
-        /// says which rule it broke. Thrown when the application is configured.
+        /// `http` on a host that is not loopback, `https` anywhere (a loopback listener serves no
+        /// TLS), or `msauth.<other app id>://auth`); the message says which rule it broke. Thrown
+        /// when the application is configured.
         case invalidRedirectURI
         /// An invariant of swift-msal was broken; please report it.
         case unexpected

@@ -97,6 +97,21 @@ struct InteractiveSignInTests {
         #expect(try application.allAccounts().isEmpty)
     }
 
+    @Test("prompt=none without a session at the provider is interactionRequired")
+    func promptNone() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        do {
+            _ = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, promptType: Prompt.none, browser: followingBrowser()))
+            Issue.record("expected interactionRequired")
+        } catch {
+            #expect(error.code == .interactionRequired)
+            #expect(error.oauthError == "login_required")
+            #expect(error.correlationID != nil)
+        }
+    }
+
     @Test("No redirect within the timeout is a timeout error; no browser means the URL is handed over")
     func timeout() async throws {
         let fixture = try LocalFixture()

@@ -70,7 +70,10 @@ struct ToolTests {
     }
 
     @Test("Usage errors exit 2", arguments: [["frobnicate"], ["token", "--scope"], ["token", "--scope", "s"], ["token", "--client-id", "a", "--output", "xml"], ["accounts", "--authority-type", "saml", "--client-id", "a"],
-        ["token", "--client-id", "a"], ["accounts", "--client-id", "a", "--force-refresh"], ["token", "--client-id", "a", "--scope", "s", "--device-code"]])
+        ["token", "--client-id", "a"], ["accounts", "--client-id", "a", "--force-refresh"], ["token", "--client-id", "a", "--scope", "s", "--device-code"],
+        ["login", "--client-id", "a", "--scope", "s", "--prompt", "bogus"], ["token", "--client-id", "a", "--scope", "s", "--no-browser"],
+        ["login", "--device-code", "--client-id", "a", "--scope", "s", "--port", "8400"], ["login", "--client-id", "a", "--scope", "s", "--port", "0"],
+        ["login", "--client-id", "a", "--scope", "s", "--redirect-uri", "myapp://auth"]])
     func usage(arguments: [String]) async throws {
         let run = try await msal(arguments)
         #expect(run.status == 2)
@@ -105,6 +108,7 @@ struct ToolTests {
         #expect(run.stdout.contains("token source identity_provider"))
         #expect(run.stdout.contains("token source cache"))
         #expect(run.stdout.contains("a new access token: yes"))
+        #expect(run.stdout.contains("Signing in interactively"))
         #expect(run.stdout.contains("Demo finished"))
     }
 }
