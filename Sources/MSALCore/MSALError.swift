@@ -78,6 +78,14 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     public var grantedScopes: [String]
     /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
     public var declinedScopes: [String]
+    /// How long to wait before sending the same request again, in seconds, when known.
+    ///
+    /// Set from the response's `Retry-After` header (RFC 9110 §10.2.3, delta-seconds or an
+    /// HTTP-date, measured from when the response arrived) on a server error, and on an error
+    /// swift-msal raises without contacting the server because the request is throttled: then it is
+    /// the time left until the throttle ends (MSAL.NET's `MsalThrottledServiceException` carries
+    /// the original response's `Retry-After` the same way). `nil` when the server said nothing.
+    public var retryAfter: TimeInterval?
 
     /// Creates an error.
     /// - Parameters:
@@ -95,7 +103,8 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         correlationID: String? = nil,
         httpStatusCode: Int? = nil,
         grantedScopes: [String] = [],
-        declinedScopes: [String] = []
+        declinedScopes: [String] = [],
+        retryAfter: TimeInterval? = nil
     ) {
         self.code = code
         self.internalCode = internalCode
@@ -108,6 +117,7 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         self.httpStatusCode = httpStatusCode
         self.grantedScopes = grantedScopes
         self.declinedScopes = declinedScopes
+        self.retryAfter = retryAfter
     }
 
     /// Shorthand for an ``Code/internal`` error with its reason.
@@ -127,13 +137,15 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         return code.rawValue
     }
 
-    /// One line: the code, the message, then the OAuth fields, HTTP status and correlation ID when present.
+    /// One line: the code, the message, then the OAuth fields, HTTP status, `retry_after` (whole
+    /// seconds, rounded up) and correlation ID when present.
     public var description: String {
         var parts = ["\(codeString): \(message)"]
         if let oauthError { parts.append("error=\(oauthError)") }
         if let subError { parts.append("suberror=\(subError)") }
         if !errorCodes.isEmpty { parts.append("error_codes=\(errorCodes.map(String.init).joined(separator: ","))") }
         if let httpStatusCode { parts.append("http_status=\(httpStatusCode)") }
+        if let retryAfter { parts.append("retry_after=\(Int(retryAfter.rounded(.up)))s") }
         if let correlationID { parts.append("correlation_id=\(correlationID)") }
         if !declinedScopes.isEmpty { parts.append("declined_scopes=\(declinedScopes.joined(separator: " "))") }
         return parts.joined(separator: " ")
