@@ -15,7 +15,8 @@ public import MSALCore
 /// `.serverError` for everything else (including `authorization_pending` and `slow_down`, which
 /// the device-code flow reads from `oauthError`). An empty, HTML or non-JSON body, or a 2xx answer
 /// without the required fields, gives `.serverError` with internal code `.invalidResponse` and
-/// the HTTP status. Transport failures pass through (`.internal(.networkError)`,
+/// the HTTP status. A non-2xx answer with a valid `Retry-After` header (RFC 9110 §10.2.3) sets
+/// ``MSALError/retryAfter`` on the error, for ``ThrottlingState`` to record. Transport failures pass through (`.internal(.networkError)`,
 /// `.internal(.timeout)`, `.userCanceled`).
 ///
 /// The `scopes` passed are sent exactly; the caller adds `openid`, `profile` and
@@ -33,14 +34,18 @@ public struct OAuth2Client: Sendable {
     public let transport: any HTTPTransport
     /// Where request milestones go (debug level; no secret is ever logged).
     public let logger: Logger
+    /// The source of "now" for an HTTP-date `Retry-After` when a response has no `Date` header.
+    public let clock: any WallClock
 
     /// Creates a client.
     /// - Parameters:
     ///   - transport: sends the requests, e.g. ``URLSessionTransport``.
     ///   - logger: receives one debug line per request; default ``Logger/none``.
-    public init(transport: any HTTPTransport, logger: Logger = .none) {
+    ///   - clock: the source of "now"; default ``SystemWallClock``.
+    public init(transport: any HTTPTransport, logger: Logger = .none, clock: any WallClock = SystemWallClock()) {
         self.transport = transport
         self.logger = logger
+        self.clock = clock
     }
 
     /// The headers MSAL sends with every request to an identity provider.
@@ -158,7 +163,8 @@ public struct OAuth2Client: Sendable {
             throw error
         }
         logger.debug("\(name) \(host) answered HTTP \(response.statusCode) in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
-        let object = try ServerResponse.jsonObject(response, endpoint: name, host: host, requestCorrelationID: correlationID)
+        let object = try ServerResponse.jsonObject(
+            response, endpoint: name, host: host, requestCorrelationID: correlationID, now: clock.now())
         return (object, response, host)
     }
 }

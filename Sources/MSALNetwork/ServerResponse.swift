@@ -21,26 +21,32 @@ enum ServerResponse {
     ///   - host: the endpoint's host, for messages.
     ///   - requestCorrelationID: the `client-request-id` that was sent, the last fallback for
     ///     ``MSALError/correlationID``.
+    ///   - now: when the response arrived; the reference for an HTTP-date `Retry-After` when the
+    ///     response has no `Date` header.
     /// - Returns: the JSON object of a 2xx response without an `error` field.
     /// - Throws: an ``MSALError`` with the OAuth fields when the body has an `error` (code
     ///   `.interactionRequired` for ``interactionRequiredErrors``, `.serverError` otherwise);
     ///   `.serverError` with internal code `.invalidResponse` when the body is empty, HTML, not JSON,
     ///   not an object, or a non-2xx answer without `error`. The message never quotes the body.
+    ///   A non-2xx error carries the delay of a valid `Retry-After` header in
+    ///   ``MSALError/retryAfter`` (RFC 9110 §10.2.3; see ``RetryAfter``).
     static func jsonObject(
         _ response: HTTPResponse,
         endpoint: String,
         host: String,
-        requestCorrelationID: String?
+        requestCorrelationID: String?,
+        now: Date = Date()
     ) throws(MSALError) -> [String: JSONValue] {
         let headerCorrelationID = response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 }
         let fallbackCorrelationID = headerCorrelationID ?? requestCorrelationID
         let status = response.statusCode
+        let retryAfter = response.isSuccess ? nil : RetryAfter.seconds(in: response, now: now)
 
         func invalid(_ what: String) -> MSALError {
             MSALError(
                 .serverError, internalCode: .invalidResponse,
                 message: "The \(endpoint) (\(host)) answered HTTP \(status) \(what).",
-                correlationID: fallbackCorrelationID, httpStatusCode: status
+                correlationID: fallbackCorrelationID, httpStatusCode: status, retryAfter: retryAfter
             )
         }
 
@@ -75,7 +81,8 @@ enum ServerResponse {
                 subError: object["suberror"]?.stringValue,
                 errorCodes: (object["error_codes"]?.arrayValue ?? []).compactMap { $0.doubleValue.map { Int($0) } },
                 correlationID: object["correlation_id"]?.stringValue ?? fallbackCorrelationID,
-                httpStatusCode: status
+                httpStatusCode: status,
+                retryAfter: retryAfter
             )
         }
         guard response.isSuccess else { throw invalid("with JSON that has no 'error' field") }
