@@ -278,6 +278,10 @@ extension LocalIdentityProvider {
                 "<!DOCTYPE html><html><head><title>\(status) \(HTTPServerResponse.reasonPhrase(for: status))</title></head>"
                     + "<body><h1>\(status) \(HTTPServerResponse.reasonPhrase(for: status))</h1><p>Injected failure.</p></body></html>",
                 status: status)
+        case .throttled(let status, let retryAfter):
+            var response = HTTPServerResponse.text("\(HTTPServerResponse.reasonPhrase(for: status))\n", status: status)
+            response.headers["Retry-After"] = retryAfter
+            return response
         }
     }
 

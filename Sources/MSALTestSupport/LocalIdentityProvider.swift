@@ -86,6 +86,10 @@ public final class LocalIdentityProvider: Sendable {
         case emptyBody(status: Int)
         /// The status with a `text/html` error page, as a proxy or gateway might answer.
         case html(status: Int)
+        /// The status (e.g. 429 or 503) with a `Retry-After` header carrying `retryAfter` exactly
+        /// as given (delta-seconds such as `"30"`, an HTTP-date, or anything invalid), and the short
+        /// `text/plain` body Entra ID sends with a 429 (`Too Many Requests`). RFC 9110 §10.2.3.
+        case throttled(status: Int, retryAfter: String)
     }
 
     /// The demo tenant's ID: a fixed GUID.
