@@ -110,7 +110,8 @@ public struct ThrottlingState: Sendable {
     ///
     /// Errors without an HTTP status (transport failures, local validation) and 2xx answers are
     /// ignored. Expired entries are dropped first; a newer record for the same key and rule replaces
-    /// the older.
+    /// the older. Record only what the server answered, never an error ``check(_:grantType:now:)``
+    /// returned (``Throttler/perform(_:grantType:_:)`` keeps to that).
     /// - Parameters:
     ///   - error: the error the request ended with, as ``OAuth2Client`` throws it (with
     ///     ``MSALError/httpStatusCode`` and ``MSALError/retryAfter``).
