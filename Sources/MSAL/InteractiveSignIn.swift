@@ -1,7 +1,7 @@
 public import Foundation
 public import MSALCore
 import MSALNetwork
-public import MSALWebAuth
+import MSALWebAuth
 internal import Synchronization
 
 extension PublicClientApplication {
