@@ -151,10 +151,10 @@ public actor InstanceDiscovery {
             if let error = error as? MSALError { throw error }
             throw .internal(.unexpected, "Instance discovery failed with an unexpected error.")
         }
-        // The answer names the other clouds too; keep each for its aliases, as MSAL does.
-        for entry in discovered.others {
+        // Keep every entry of the answer for each of its aliases (the other clouds too), as MSAL does.
+        for entry in discovered.entries {
             for alias in entry.aliases where entries[alias] == nil && InstanceMetadata.known(host: alias) == nil {
-                entries[alias] = Task { Discovered(metadata: entry, others: []) }
+                entries[alias] = Task { Discovered(metadata: entry, entries: []) }
             }
         }
         return discovered.metadata
@@ -167,10 +167,10 @@ public actor InstanceDiscovery {
 
     // MARK: - Private
 
-    /// One answer: the metadata for the host asked about, and the answer's other entries.
+    /// One answer: the metadata for the host asked about, and all the answer's entries.
     private struct Discovered: Sendable {
         var metadata: InstanceMetadata
-        var others: [InstanceMetadata]
+        var entries: [InstanceMetadata]
     }
 
     private static func fetch(
@@ -208,7 +208,7 @@ public actor InstanceDiscovery {
         let all = Self.entries(in: object)
         let metadata = all.first { $0.aliases.contains(host) } ?? .single(host)
         logger.debug("Instance discovery for \(host): preferred network \(metadata.preferredNetwork), \(metadata.aliases.count) aliases")
-        return Discovered(metadata: metadata, others: all.filter { $0 != metadata })
+        return Discovered(metadata: metadata, entries: all)
     }
 
     /// The well-formed entries of an answer's `metadata` array; malformed ones are skipped.
