@@ -27,21 +27,13 @@ RUN_TIMEOUT=60      # seconds for each foreground msal run
 PROMPT_TIMEOUT=30   # seconds for the authorization_url line to appear
 LOGIN_TIMEOUT=90    # seconds for login to finish (the browser sign-in takes ~3 s)
 
-bail() { echo "e2e-glewlwyd-interactive-cli.sh: $*" >&2; exit 1; }
+E2E_NAME=e2e-glewlwyd-interactive-cli.sh
+E2E_SECRET_CODES=1   # authorization codes are secrets too
+E2E_DIAG_KEEP="tail"   # the end of a browser log is what tells
+# shellcheck source=scripts/lib/e2e.sh
+. "$REPO_ROOT/scripts/lib/e2e.sh"
 
-[[ -x $MSAL_BIN ]] || bail "$MSAL_BIN is not an executable (run: swift build, or set MSAL_BIN)"
-[[ -f $ENV_FILE ]] || bail "no $ENV_FILE (run: scripts/glewlwyd.sh start)"
-command -v python3 >/dev/null 2>&1 || bail "python3 is needed to parse JSON"
-command -v curl >/dev/null 2>&1 || bail "curl is needed"
-set -a
-# shellcheck disable=SC1090
-. "$ENV_FILE"
-set +a
-for v in GLEWLWYD_ISSUER GLEWLWYD_CLIENT_ID GLEWLWYD_USERNAME GLEWLWYD_URL; do
-  [[ -n ${!v:-} ]] || bail "$v missing from $ENV_FILE"
-done
-curl -fsS -o /dev/null --max-time 5 "$GLEWLWYD_ISSUER/.well-known/openid-configuration" 2>/dev/null \
-  || bail "Glewlwyd does not answer at $GLEWLWYD_ISSUER (run: scripts/glewlwyd.sh start)"
+e2e_load_env curl
 [[ $REDIRECT_URI =~ ^http://127\.0\.0\.1:([0-9]+)/ ]] \
   || bail "MSAL_E2E_REDIRECT_URI must be http://127.0.0.1:PORT/PATH (got $REDIRECT_URI)"
 REDIRECT_PORT=${BASH_REMATCH[1]}
@@ -51,71 +43,9 @@ REDIRECT_PORT=${BASH_REMATCH[1]}
 # Only explicit options count in this test.
 unset MSAL_AUTHORITY MSAL_CLIENT_ID MSAL_CACHE BROWSER
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/msal-e2e-interactive.XXXXXX")
-LOGIN_PID=""
-cleanup() {
-  if [[ -n $LOGIN_PID ]] && kill -0 "$LOGIN_PID" 2>/dev/null; then
-    kill "$LOGIN_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-PASSED=0
-FAILED=0
+e2e_workdir msal-e2e-interactive
 
 # ---------------------------------------------------------------- helpers
-
-# Hide anything that looks like a token or an authorization code.
-redact() {
-  sed -E -e 's#eyJ[A-Za-z0-9_-]*[.][A-Za-z0-9_-]*[.][A-Za-z0-9_-]*#<redacted>#g' \
-    -e 's#([?&]code=)[^&"[:space:]]*#\1<redacted>#g' \
-    -e 's#[A-Za-z0-9_~+/-]{64,}=*#<redacted>#g'
-}
-
-# Print a file as "#   ..." diagnostics, redacted; JSON token fields are
-# replaced by <redacted> before anything else.
-diag_file() { # LABEL FILE
-  [[ -s $2 ]] || { echo "#   $1: (empty)"; return 0; }
-  echo "#   $1:"
-  python3 - "$2" <<'EOF' | redact | tail -n 20 | sed 's/^/#     /'
-import json, sys
-text = open(sys.argv[1], errors="replace").read()
-def scrub(v):
-    if isinstance(v, dict):
-        return {k: ("<redacted>" if k in ("access_token", "id_token", "refresh_token", "code") else scrub(x))
-                for k, x in v.items()}
-    if isinstance(v, list):
-        return [scrub(x) for x in v]
-    return v
-for line in text.splitlines():
-    try:
-        print(json.dumps(scrub(json.loads(line))))
-    except ValueError:
-        print(line)
-EOF
-}
-
-check() { # STATUS WHAT  (status 0 = ok)
-  if [[ $1 == 0 ]]; then
-    echo "ok - $2"
-    PASSED=$((PASSED + 1))
-  else
-    echo "not ok - $2"
-    FAILED=$((FAILED + 1))
-  fi
-}
-
-# Print one field (dotted path) of a JSON result file, or nothing.
-jget() { # FILE PATH
-  python3 - "$1" "$2" <<'EOF' 2>/dev/null || true
-import json, sys
-d = json.loads(open(sys.argv[1]).read())
-for k in sys.argv[2].split("."):
-    d = d[k]
-print(d if not isinstance(d, (dict, list)) else json.dumps(d))
-EOF
-}
 
 port_in_use() { # PORT
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -124,57 +54,9 @@ port_in_use() { # PORT
 # The JSON result contract of login/token (as for the device-code login).
 check_result() { # SOURCE WHAT: stdout is the result object, token_source is SOURCE
   local problems st=0
-  problems=$(python3 - "$OUT" "$1" <<'EOF' 2>&1
-import json, re, sys
-try:
-    d = json.loads(open(sys.argv[1]).read())
-except Exception as e:
-    print("stdout is not one JSON value (%s)" % type(e).__name__)
-    sys.exit(1)
-if not isinstance(d, dict):
-    print("stdout is not a JSON object")
-    sys.exit(1)
-bad = []
-def nonempty_str(v):
-    return isinstance(v, str) and v != ""
-for k in ("access_token", "token_type", "correlation_id"):
-    if not nonempty_str(d.get(k)):
-        bad.append(k)
-if not (isinstance(d.get("expires_on"), str)
-        and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", d["expires_on"])):
-    bad.append("expires_on=%r (want ISO 8601 UTC, ...Z)" % (d.get("expires_on"),))
-sc = d.get("scopes")
-if not ((isinstance(sc, list) and "email" in sc) or (isinstance(sc, str) and "email" in sc.split())):
-    bad.append("scopes=%r (want a list with email)" % (sc,))
-if d.get("token_source") != sys.argv[2]:
-    bad.append("token_source=%r (want %r)" % (d.get("token_source"), sys.argv[2]))
-a = d.get("account")
-if not isinstance(a, dict):
-    bad.append("account (not an object)")
-else:
-    bad += ["account.%s" % k for k in ("identifier", "username", "environment") if not nonempty_str(a.get(k))]
-if bad:
-    print("missing or wrong: " + ", ".join(bad))
-    sys.exit(1)
-EOF
-) || st=1
+  problems=$(result_problems "$1") || st=1
   check "$st" "$2: stdout is the JSON result with token_source $1"
   [[ $st == 0 ]] || { echo "#   $problems" | redact; diag_file stdout "$OUT"; }
-}
-
-# The authorization URL from the JSON line {"authorization_url": "..."} on stderr.
-authorization_url() { # FILE
-  python3 - "$1" <<'EOF' 2>/dev/null || true
-import json, sys
-for line in open(sys.argv[1], errors="replace"):
-    try:
-        d = json.loads(line)
-    except ValueError:
-        continue
-    if isinstance(d, dict) and isinstance(d.get("authorization_url"), str) and d["authorization_url"]:
-        print(d["authorization_url"])
-        break
-EOF
 }
 
 # One query parameter of a URL (decoded), or nothing.
@@ -184,39 +66,6 @@ import sys, urllib.parse
 q = urllib.parse.parse_qs(urllib.parse.urlsplit(sys.argv[1]).query)
 print(q.get(sys.argv[2], [""])[0])
 EOF
-}
-
-start_login() { # CACHE ARGS...: msal login in the background; sets OUT, ERR, LOGIN_PID
-  local cache=$1
-  shift
-  N=$((N + 1))
-  OUT=$WORK/run$N.out
-  ERR=$WORK/run$N.err
-  "$MSAL_BIN" login "$@" "${COMMON[@]}" --cache "$cache" >"$OUT" 2>"$ERR" &
-  LOGIN_PID=$!
-}
-
-wait_login() { # SECONDS: waits for LOGIN_PID (killed when it overruns); sets RC
-  local i
-  for ((i = 0; i < $1 * 5; i++)); do
-    kill -0 "$LOGIN_PID" 2>/dev/null || break
-    sleep 0.2
-  done
-  if kill -0 "$LOGIN_PID" 2>/dev/null; then
-    kill "$LOGIN_PID" 2>/dev/null || true
-    echo "#   login still running after $1 s; killed"
-  fi
-  RC=0
-  wait "$LOGIN_PID" 2>/dev/null || RC=$?
-  LOGIN_PID=""
-}
-
-expect_rc() { # EXPECTED WHAT
-  local st=1
-  [[ $RC == "$1" ]] && st=0
-  check "$st" "$2 (exit $RC, expected $1)"
-  if [[ $st != 0 ]]; then diag_file stdout "$OUT"; diag_file stderr "$ERR"; fi
-  return "$st"
 }
 
 # After a successful login: no secret on stderr, listener closed, token from the cache.
@@ -234,11 +83,7 @@ after_login() { # CACHE LABEL SECRET...
   port_in_use "$REDIRECT_PORT" && st=1
   check "$st" "$label: the loopback listener on port $REDIRECT_PORT is closed after login"
 
-  N=$((N + 1))
-  OUT=$WORK/run$N.out
-  ERR=$WORK/run$N.err
-  RC=0
-  timeout "$RUN_TIMEOUT" "$MSAL_BIN" token "${COMMON[@]}" --cache "$cache" >"$OUT" 2>"$ERR" || RC=$?
+  run_msal "$cache" token
   if expect_rc 0 "$label: token (new process) after login"; then
     check_result cache "$label: token"
     st=1
@@ -251,7 +96,6 @@ after_login() { # CACHE LABEL SECRET...
 
 COMMON=(--authority "$GLEWLWYD_ISSUER" --authority-type oidc --client-id "$GLEWLWYD_CLIENT_ID"
   --scope email --output json)
-N=0
 echo "# msal: $MSAL_BIN"
 echo "# authority: $GLEWLWYD_ISSUER, client: $GLEWLWYD_CLIENT_ID, user: $GLEWLWYD_USERNAME"
 echo "# redirect URI: $REDIRECT_URI"
@@ -263,13 +107,7 @@ if port_in_use "$REDIRECT_PORT"; then
 else
   CACHE_A=$WORK/cache-a.sqlite
   start_login "$CACHE_A" --no-browser --redirect-uri "$REDIRECT_URI"
-  url=""
-  for ((i = 0; i < PROMPT_TIMEOUT * 5; i++)); do
-    url=$(authorization_url "$ERR")
-    [[ -n $url ]] && break
-    kill -0 "$LOGIN_PID" 2>/dev/null || break
-    sleep 0.2
-  done
+  url=$(wait_stderr_field authorization_url)
   st=1
   [[ -n $url ]] && st=0
   check "$st" "$label: login prints {\"authorization_url\": ...} on a stderr line"

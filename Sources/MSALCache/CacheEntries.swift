@@ -28,6 +28,28 @@ func credentialKey(
         .joined(separator: "-").lowercased()
 }
 
+/// A credential entry (access, refresh or ID token) whose `description`, `debugDescription` and
+/// mirror show its key but never its secret: `<TypeName>(<describedFields>, secret: <redacted>)`.
+protocol RedactedCredentialEntry: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The entry's key in MSAL's unified schema.
+    var key: String { get }
+    /// What ``description`` shows before the redacted secret; `key: <key>` unless the entry says more.
+    var describedFields: String { get }
+}
+
+extension RedactedCredentialEntry {
+    var describedFields: String { "key: \(key)" }
+
+    /// The type name and ``describedFields``; the secret is shown as `<redacted>`.
+    public var description: String { "\(Self.self)(\(describedFields), secret: <redacted>)" }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The key only, so `dump` and debuggers never show the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
+}
+
 /// A cached access token: an entry of the `AccessToken` section.
 ///
 /// The description never shows ``secret``.
@@ -35,7 +57,8 @@ func credentialKey(
 /// Source: MSAL's unified cache schema (`credential_type` `AccessToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `realm`, `target`, `secret`, `token_type`, `cached_at`, `expires_on`,
 /// `extended_expires_on`, `refresh_on`; times as epoch-second strings).
-public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable,
+    RedactedCredentialEntry {
     /// The home account ID (`<uid>.<utid>` for Entra ID, the `sub` for OpenID Connect providers).
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -101,23 +124,18 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
             clientOrFamilyID: clientID, realm: realm, target: target)
     }
 
-    /// The key, type and times; the secret is shown as `<redacted>`.
-    public var description: String {
-        "AccessTokenEntry(key: \(key), tokenType: \(tokenType), cachedAt: \(cachedAt), expiresOn: \(expiresOn), secret: <redacted>)"
+    /// The key, type and times, for ``description``.
+    var describedFields: String {
+        "key: \(key), tokenType: \(tokenType), cachedAt: \(cachedAt), expiresOn: \(expiresOn)"
     }
-
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-
-    /// The key only, so `dump` and debuggers never show the secret.
-    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached refresh token: an entry of the `RefreshToken` section.
 ///
 /// Source: MSAL's unified cache schema (`credential_type` `RefreshToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `family_id`, `secret`, `target`). The description never shows ``secret``.
-public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable,
+    RedactedCredentialEntry {
     /// The home account ID.
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -173,21 +191,14 @@ public struct RefreshTokenEntry: Sendable, Hashable, CustomStringConvertible, Cu
         additionalFields["last_modification_time"].flatMap(parseEpochSeconds)
     }
 
-    /// The key; the secret is shown as `<redacted>`.
-    public var description: String { "RefreshTokenEntry(key: \(key), secret: <redacted>)" }
-
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-
-    /// The key only, so `dump` and debuggers never show the secret.
-    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached ID token: an entry of the `IdToken` section.
 ///
 /// Source: MSAL's unified cache schema (`credential_type` `IdToken`, fields `home_account_id`,
 /// `environment`, `client_id`, `realm`, `secret`). The description never shows ``secret``.
-public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable,
+    RedactedCredentialEntry {
     /// The home account ID.
     public var homeAccountID: String
     /// The host (with `:port` if any) of the authority that issued the token.
@@ -226,14 +237,6 @@ public struct IDTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomD
             clientOrFamilyID: clientID, realm: realm, target: "")
     }
 
-    /// The key; the secret is shown as `<redacted>`.
-    public var description: String { "IDTokenEntry(key: \(key), secret: <redacted>)" }
-
-    /// Same as ``description``.
-    public var debugDescription: String { description }
-
-    /// The key only, so `dump` and debuggers never show the secret.
-    public var customMirror: Mirror { Mirror(self, children: ["key": key, "secret": "<redacted>"], displayStyle: .struct) }
 }
 
 /// A cached account: an entry of the `Account` section, one per tenant the user signed in to.

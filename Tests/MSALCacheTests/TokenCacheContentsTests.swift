@@ -130,6 +130,24 @@ struct TokenCacheContentsTests {
         #expect(!String(describing: change).contains("SECRET"))
     }
 
+    @Test("Credential descriptions are the type, the key (and the access token's type and times), secret redacted")
+    func credentialDescriptionFormat() {
+        let at = Sample.accessToken(target: "a", secret: "s")
+        let rt = Sample.refreshToken(secret: "s")
+        let id = Sample.idToken(secret: "s")
+        let atText = "AccessTokenEntry(key: \(at.key), tokenType: Bearer, cachedAt: \(at.cachedAt), expiresOn: \(at.expiresOn), secret: <redacted>)"
+        #expect(at.description == atText && at.debugDescription == atText)
+        #expect(rt.description == "RefreshTokenEntry(key: \(rt.key), secret: <redacted>)" && rt.debugDescription == rt.description)
+        #expect(id.description == "IDTokenEntry(key: \(id.key), secret: <redacted>)" && id.debugDescription == id.description)
+        for mirror in [at.customMirror, rt.customMirror, id.customMirror] {
+            #expect(mirror.displayStyle == .struct)
+            let children = Array(mirror.children)
+            #expect(children.map(\.label) == ["key", "secret"])
+            #expect(children.last?.value as? String == "<redacted>")
+        }
+        #expect(rt.customMirror.children.first?.value as? String == rt.key)
+    }
+
     @Test("Dates are written as whole epoch seconds and read back")
     func epochSeconds() throws {
         var at = Sample.accessToken(target: "a", secret: "s")

@@ -125,18 +125,6 @@ private func startedListenerAndRequest(
     return (listener, request)
 }
 
-private func thrownError<T>(_ body: () async throws -> T) async -> MSALError? {
-    do {
-        _ = try await body()
-        return nil
-    } catch let error as MSALError {
-        return error
-    } catch {
-        Issue.record("expected an MSALError, got \(error)")
-        return nil
-    }
-}
-
 @Suite("AuthorizationCodeFlow")
 struct AuthorizationCodeFlowTests {
     @Test func browserRedirectsWithACodeAndTheCodeIsRedeemed() async throws {
@@ -233,7 +221,7 @@ struct AuthorizationCodeFlowTests {
             return true
         }
         let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: transport), browser: browser)
-        let error = await thrownError {
+        let error = await thrown {
             try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "corr-2") { _, _ in }
         }
         #expect(error?.code == .userCanceled)
@@ -251,7 +239,7 @@ struct AuthorizationCodeFlowTests {
             (try? await performRedirect(for: url, query: "error=invalid_scope&error_description=bad+scope&suberror=x")) != nil
         }
         let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: TokenEndpointTransport(tokenAnswer())), browser: browser)
-        let error = await thrownError {
+        let error = await thrown {
             try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "c") { _, _ in }
         }
         #expect(error?.code == .serverError)
@@ -296,7 +284,7 @@ struct AuthorizationCodeFlowTests {
             (try? await performRedirect(for: url, query: "code=\(codeSecret)")) != nil
         }
         let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: TokenEndpointTransport(errorAnswer("invalid_grant"))), browser: browser)
-        let error = await thrownError {
+        let error = await thrown {
             try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "corr-3") { _, _ in }
         }
         #expect(error?.code == .interactionRequired)
@@ -336,7 +324,7 @@ struct AuthorizationCodeFlowTests {
         let flow = AuthorizationCodeFlow(
             client: OAuth2Client(transport: TokenEndpointTransport(tokenAnswer())),
             browser: ClosureBrowserLauncher { _ in browserCalls.withLock { $0 += 1 }; return true })
-        let error = await thrownError {
+        let error = await thrown {
             try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "c") { _, _ in }
         }
         #expect(error == .internal(.invalidRedirectURI, ""))
@@ -348,7 +336,7 @@ struct AuthorizationCodeFlowTests {
         let flow = AuthorizationCodeFlow(
             client: OAuth2Client(transport: TokenEndpointTransport(tokenAnswer())),
             browser: ClosureBrowserLauncher { _ in true })  // the user never finishes
-        let error = await thrownError {
+        let error = await thrown {
             try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "corr-4") { _, _ in }
         }
         #expect(error == .internal(.timeout, ""))
@@ -363,7 +351,7 @@ struct AuthorizationCodeFlowTests {
             browser: ClosureBrowserLauncher { _ in true })
         // Learn when the flow is past the browser, then cancel it.
         let task = Task { () async -> MSALError? in
-            await thrownError {
+            await thrown {
                 try await flow.run(request: request, listener: listener, tokenEndpoint: tokenEndpoint, correlationID: "c") { _, _ in
                     urlShown.fire()
                 }
@@ -449,7 +437,7 @@ struct AuthorizationCodeFlowTests {
             redirectURI: URL(string: "msauth.com.example.app://auth")!, scopes: ["User.Read"])
         let transport = TokenEndpointTransport(tokenAnswer())
         let flow = AuthorizationCodeFlow(client: OAuth2Client(transport: transport), browser: ClosureBrowserLauncher { _ in true })
-        let canceled = await thrownError {
+        let canceled = await thrown {
             try await flow.run(
                 request: request,
                 awaitingResponse: { () async throws(MSALError) -> AuthorizationResponse in
@@ -460,7 +448,7 @@ struct AuthorizationCodeFlowTests {
         }
         #expect(canceled?.code == .userCanceled)
         #expect(canceled?.correlationID == "corr-5")
-        let denied = await thrownError {
+        let denied = await thrown {
             try await flow.run(
                 request: request,
                 awaitingResponse: { () async throws(MSALError) -> AuthorizationResponse in
@@ -470,7 +458,7 @@ struct AuthorizationCodeFlowTests {
             ) { _, _ in }
         }
         #expect(denied?.code == .userCanceled)
-        let noCode = await thrownError {
+        let noCode = await thrown {
             try await flow.run(
                 request: request,
                 awaitingResponse: { () async throws(MSALError) -> AuthorizationResponse in .code("") },

@@ -8,17 +8,6 @@ import MSALTestSupport
 import MSALWebAuth
 import Testing
 
-/// Refuses every redirect, so the identity provider's `302` comes back to the test as the browser
-/// would see it.
-private final class RefuseRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
-}
-
 @Suite("AuthorizationRequest")
 struct AuthorizationRequestTests {
     private let endpoint = URL(string: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize")!

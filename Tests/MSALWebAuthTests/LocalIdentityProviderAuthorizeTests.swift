@@ -6,16 +6,6 @@ import Testing
 import MSALCore
 import MSALTestSupport
 
-/// Refuses every redirect, so the provider's `302` itself comes back to the test.
-private final class RefuseRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
-    }
-}
-
 /// The browser's side of the authorization code flow, over real HTTP without following redirects.
 private struct Browser {
     let provider: LocalIdentityProvider

@@ -54,19 +54,6 @@ func portCloses(_ port: Int) async throws -> Bool {
     return false
 }
 
-/// Runs `body` and returns the ``MSALError`` it threw, or `nil` when it did not throw.
-private func thrown<T>(_ body: () async throws -> T) async -> MSALError? {
-    do {
-        _ = try await body()
-        return nil
-    } catch let error as MSALError {
-        return error
-    } catch {
-        Issue.record("expected an MSALError, got \(error)")
-        return nil
-    }
-}
-
 @Suite("LoopbackRedirectListener")
 struct LoopbackRedirectListenerTests {
     @Test func codeWithMatchingStateIsDeliveredAndTheListenerCloses() async throws {
