@@ -264,7 +264,8 @@ public final class PublicClientApplication: Sendable {
                 throw MSALError(.interactionRequired, message: "The account has no home tenant; sign in interactively.", correlationID: correlationID)
             }
             return (authority.withTenant(home), home)
-        case (.oidc, _):
+        case (.oidc, _), (.b2c, _), (.adfs, _):
+            // B2C and AD FS are handled as generic OpenID Connect until the facade learns them.
             return (authority, Self.realm(forOIDC: authority))
         }
     }

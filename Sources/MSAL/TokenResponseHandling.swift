@@ -71,7 +71,7 @@ extension PublicClientApplication {
             } else {
                 throw invalid("The Entra ID token response has no client_info (it is requested with client_info=1).")
             }
-        case .oidc:
+        case .oidc, .b2c, .adfs:  // B2C and AD FS as generic OpenID Connect until the facade learns them
             if let subject = newClaims?.subject {
                 homeAccountID = subject
             } else if let expected = context.expectedHomeAccountID {
@@ -90,7 +90,7 @@ extension PublicClientApplication {
                 throw invalid("The token response names no tenant (no tid claim and no client_info).")
             }
             realm = tenant
-        case .oidc:
+        case .oidc, .b2c, .adfs:
             realm = Self.realm(forOIDC: authority)
         }
 
@@ -117,7 +117,7 @@ extension PublicClientApplication {
         if let claims = newClaims {
             let localID: String = switch authority.type {
             case .aad: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
-            case .oidc: claims.subject ?? homeAccountID
+            case .oidc, .b2c, .adfs: claims.subject ?? homeAccountID
             }
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,

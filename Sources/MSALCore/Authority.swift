@@ -9,6 +9,16 @@ public enum AuthorityType: String, Sendable, Hashable, CaseIterable {
     /// Any standard OpenID Connect provider: the URL is the issuer; discovery at
     /// `<issuer>/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4).
     case oidc
+    /// Azure AD B2C: `https://<host>/tfp/<tenant>/<policy>` or
+    /// `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`, one authority per policy
+    /// (user flow); discovery at `<authority>/v2.0/.well-known/openid-configuration`. Instance
+    /// discovery cannot vouch for a B2C host, so the app lists it in `knownAuthorities`
+    /// (as MSAL for iOS/macOS `MSALB2CAuthority` and `knownAuthorities` require).
+    case b2c
+    /// Active Directory Federation Services (AD FS 2019 and later): `https://<host>/adfs`;
+    /// discovery at `<authority>/.well-known/openid-configuration`, whose `issuer` is the authority
+    /// (as MSAL.NET's ADFS authority).
+    case adfs
 }
 
 /// The tenant part of an Entra ID authority.
@@ -63,6 +73,10 @@ public enum AuthorityTenant: Sendable, Hashable {
 /// - Entra ID: `https://login.microsoftonline.com/{common|organizations|consumers|<tenant>}` and the
 ///   other public and national clouds (``knownEntraHosts``); only the first path segment (the
 ///   tenant) is kept, so `.../contoso.com/v2.0` and `.../contoso.com` are the same authority.
+/// - Azure AD B2C: `https://<host>/tfp/<tenant>/<policy>` or
+///   `https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>`, trusted only when the host is
+///   in `knownAuthorities`.
+/// - AD FS: `https://<host>/adfs`.
 /// - OpenID Connect: the issuer URL as given, without a trailing slash.
 ///
 /// `https` is required except on loopback hosts (`127.0.0.1`, `::1`, `localhost`), where `http`
@@ -76,24 +90,47 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         "login.partner.microsoftonline.cn", "login.microsoftonline.de",
     ]
 
+    /// The Azure AD B2C host suffixes (`<tenant>.b2clogin.com` and the national-cloud variants), for
+    /// which the type is inferred as ``AuthorityType/b2c`` (the list MSAL.NET and MSAL for Python use).
+    /// Inference alone does not make a host trusted: it must still be in `knownAuthorities`.
+    /// `ciamlogin.com` (Microsoft Entra External ID) is not here: MSAL for iOS/macOS gives it its own
+    /// CIAM authority with Entra's tenant layout, so parse `https://<tenant>.ciamlogin.com/<tenant>`
+    /// with `type: .aad`.
+    public static let knownB2CHostSuffixes: Set<String> = ["b2clogin.com", "b2clogin.cn", "b2clogin.us", "b2clogin.de"]
+
     /// The normalized authority URL: scheme and host lowercased, no query, fragment or trailing slash.
+    /// For ``AuthorityType/aad``, `https://<host>/<tenant>`; for ``AuthorityType/b2c``,
+    /// `https://<host>/tfp/<tenant>/<policy>` or `https://<host>/<tenant>/<policy>` (the shape given);
+    /// for ``AuthorityType/adfs``, `https://<host>/adfs`.
     public let url: URL
     /// The provider kind.
     public let type: AuthorityType
-    /// For ``AuthorityType/aad``: the tenant segment; `nil` for OpenID Connect.
+    /// For ``AuthorityType/aad`` and ``AuthorityType/b2c``: the tenant segment; `nil` for OpenID
+    /// Connect and AD FS.
     public let tenant: AuthorityTenant?
+    /// For ``AuthorityType/b2c``: the policy (user flow or custom policy, e.g. `B2C_1_SignUpSignIn`),
+    /// as given; `nil` for the other types.
+    public let policy: String?
 
     /// Parses and classifies an authority.
     ///
     /// - Parameters:
     ///   - string: the authority URL, e.g. `https://login.microsoftonline.com/common` or an issuer.
     ///   - type: the provider kind when the URL does not tell (e.g. an Entra-shaped provider on
-    ///     `127.0.0.1`); when `nil`, a known Entra host gives ``AuthorityType/aad`` and anything else
-    ///     ``AuthorityType/oidc``.
+    ///     `127.0.0.1`). When `nil` it is inferred, in this order: a first path segment `tfp`, or a
+    ///     host under one of ``knownB2CHostSuffixes``, gives ``AuthorityType/b2c``; a known Entra
+    ///     host ``AuthorityType/aad``; a first path segment `adfs` ``AuthorityType/adfs``; anything
+    ///     else ``AuthorityType/oidc``.
+    ///   - knownAuthorities: the hosts the app trusts without instance discovery, e.g.
+    ///     `contoso.b2clogin.com` (a `host:port` entry matches that port only; a URL entry counts
+    ///     by its host). A ``AuthorityType/b2c`` authority is accepted only when its host is listed
+    ///     (MSAL's `knownAuthorities`); the other types ignore the set.
     /// - Throws: ``MSALError`` `.internal(.invalidAuthority)` when the string is not an absolute
     ///   `http(s)` URL with a host, has a query, fragment or user info, uses `http` on a host that is
-    ///   not loopback, or is an Entra authority without a tenant segment.
-    public init(_ string: String, type: AuthorityType? = nil) throws(MSALError) {
+    ///   not loopback, is an Entra authority without a tenant segment, a B2C authority without a
+    ///   tenant and a policy or whose host is not in `knownAuthorities` (the message says to add it),
+    ///   or an AD FS authority whose path does not start with `/adfs`.
+    public init(_ string: String, type: AuthorityType? = nil, knownAuthorities: Set<String> = []) throws(MSALError) {
         guard let components = URLComponents(string: string.trimmingASCIIWhitespace()),
               let scheme = components.scheme?.lowercased(),
               let rawHost = components.host, !rawHost.isEmpty
@@ -117,12 +154,14 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
             throw .internal(.invalidAuthority, "The authority may not carry user information.")
         }
         let segments = components.path.split(separator: "/").map(String.init)
-        let resolvedType = type ?? (Authority.knownEntraHosts.contains(host) ? .aad : .oidc)
+        let first = segments.first?.lowercased()
+        let resolvedType = type ?? Authority.inferredType(host: host, firstSegment: first)
 
         var normalized = URLComponents()
         normalized.scheme = scheme
-        normalized.host = rawHost.lowercased()
+        normalized.host = host
         normalized.port = components.port
+        var policy: String?
         switch resolvedType {
         case .aad:
             guard let first = segments.first else {
@@ -137,12 +176,62 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         case .oidc:
             normalized.path = segments.isEmpty ? "" : "/" + segments.joined(separator: "/")
             self.tenant = nil
+        case .b2c:
+            // MSAL for iOS/macOS keeps `tfp/<tenant>/<policy>` and drops what follows; other shapes
+            // are `<tenant>/<policy>`.
+            let tfp = first == "tfp"
+            let rest = tfp ? Array(segments.dropFirst()) : segments
+            guard rest.count >= 2 else {
+                throw .internal(
+                    .invalidAuthority,
+                    "A B2C authority needs a tenant and a policy: https://\(host)/tfp/<tenant>/<policy> or https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>."
+                )
+            }
+            let environment = components.port.map { "\(host):\($0)" } ?? host
+            guard Authority.isListed(host: host, environment: environment, in: knownAuthorities) else {
+                throw .internal(
+                    .invalidAuthority,
+                    "The B2C authority's host '\(environment)' is not trusted: add '\(environment)' to knownAuthorities (instance discovery cannot validate B2C hosts)."
+                )
+            }
+            let tenant = AuthorityTenant(segment: rest[0])
+            normalized.path = (tfp ? "/tfp/" : "/") + tenant.segment + "/" + rest[1]
+            self.tenant = tenant
+            policy = rest[1]
+        case .adfs:
+            guard first == "adfs" else {
+                throw .internal(.invalidAuthority, "An AD FS authority is https://\(host)/adfs.")
+            }
+            normalized.path = "/adfs"
+            self.tenant = nil
         }
         guard let url = normalized.url else {
             throw .internal(.invalidAuthority, "The authority '\(string)' could not be normalized.")
         }
         self.url = url
         self.type = resolvedType
+        self.policy = policy
+    }
+
+    /// The type of an authority parsed without an explicit one (see ``init(_:type:knownAuthorities:)``).
+    private static func inferredType(host: String, firstSegment: String?) -> AuthorityType {
+        if firstSegment == "tfp" { return .b2c }
+        if knownB2CHostSuffixes.contains(where: { host.hasSuffix("." + $0) }) { return .b2c }
+        if knownEntraHosts.contains(host) { return .aad }
+        if firstSegment == "adfs" { return .adfs }
+        return .oidc
+    }
+
+    /// Whether `knownAuthorities` lists the host: as `host`, as `host:port`, or as a URL naming either.
+    private static func isListed(host: String, environment: String, in knownAuthorities: Set<String>) -> Bool {
+        knownAuthorities.contains { entry in
+            var entry = entry.trimmingASCIIWhitespace().lowercased()
+            if entry.contains("://"), let components = URLComponents(string: entry), let entryHost = components.host {
+                entry = components.port.map { "\(entryHost):\($0)" } ?? entryHost
+            }
+            while entry.hasSuffix("/") { entry.removeLast() }
+            return entry == host || entry == environment
+        }
     }
 
     /// The same authority with another tenant segment (Entra ID only; for OpenID Connect, `self`).
@@ -163,12 +252,13 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The OpenID Connect discovery document's URL:
-    /// `<authority>/v2.0/.well-known/openid-configuration` for Entra ID,
-    /// `<issuer>/.well-known/openid-configuration` otherwise (OpenID Connect Discovery 1.0 §4).
+    /// `<authority>/v2.0/.well-known/openid-configuration` for Entra ID and B2C (the v2.0 endpoints),
+    /// `<authority>/.well-known/openid-configuration` for AD FS and other issuers (OpenID Connect
+    /// Discovery 1.0 §4).
     public var discoveryURL: URL {
         switch type {
-        case .aad: url.appendingPathComponent("v2.0/.well-known/openid-configuration")
-        case .oidc: url.appendingPathComponent(".well-known/openid-configuration")
+        case .aad, .b2c: url.appendingPathComponent("v2.0/.well-known/openid-configuration")
+        case .oidc, .adfs: url.appendingPathComponent(".well-known/openid-configuration")
         }
     }
 

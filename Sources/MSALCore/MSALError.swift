@@ -31,6 +31,11 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidParameter
         /// The authority is not a URL, uses `http` on a non-loopback host, or cannot be classified.
         case invalidAuthority
+        /// Instance discovery does not know the authority's host: Entra ID answered
+        /// `invalid_instance` (AADSTS50049), so the host is not a Microsoft Entra cloud
+        /// (MSAL for iOS/macOS `MSALInternalErrorFailedAuthorityValidation`). Check the host, list a
+        /// trusted host in `knownAuthorities`, or turn authority validation off.
+        case failedAuthorityValidation
         /// A scope is empty, contains whitespace, or is one of the reserved OpenID Connect scopes.
         case invalidScope
         /// The identity provider could not be reached (refused, DNS, TLS, reset).

@@ -71,7 +71,8 @@ public struct OpenIDConfiguration: Sendable, Hashable {
     /// - Throws: ``MSALError`` `.serverError` with `.invalidResponse` when the document is not a
     ///   JSON object or lacks a valid `issuer`, `authorization_endpoint` or `token_endpoint`
     ///   (OpenID Connect Discovery 1.0 §3); `.internal(.invalidAuthority)` when, for an OpenID
-    ///   Connect authority, `issuer` is not the authority URL (OpenID Connect Discovery 1.0 §4.3).
+    ///   Connect or AD FS authority, `issuer` is not the authority URL (OpenID Connect Discovery
+    ///   1.0 §4.3; AD FS names itself `https://<host>/adfs`).
     public init(document data: Data, for authority: Authority) throws(MSALError) {
         let source = authority.discoveryURL.absoluteString
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: data), let object = value.objectValue else {
@@ -92,7 +93,7 @@ public struct OpenIDConfiguration: Sendable, Hashable {
         guard let issuer = object.string("issuer") else { throw invalid("issuer") }
         guard let authorizationEndpoint = object.url("authorization_endpoint") else { throw invalid("authorization_endpoint") }
         guard let tokenEndpoint = object.url("token_endpoint") else { throw invalid("token_endpoint") }
-        if authority.type == .oidc {
+        if authority.type == .oidc || authority.type == .adfs {
             func trimmed(_ string: String) -> String { string.hasSuffix("/") ? String(string.dropLast()) : string }
             guard trimmed(issuer) == trimmed(authority.url.absoluteString) else {
                 throw MSALError(
@@ -152,7 +153,7 @@ public actor OpenIDConfigurationCache {
     /// - Returns: the configuration.
     /// - Throws: ``MSALError``: the transport's `.internal(.networkError)` / `.internal(.timeout)`;
     ///   `.internal(.invalidAuthority)` when the discovery endpoint answers 4xx (unknown tenant or
-    ///   path; Entra's `error` fields are kept) or the issuer does not match an OpenID Connect
+    ///   path; Entra's `error` fields are kept) or the issuer does not match an OpenID Connect or AD FS
     ///   authority; `.serverError` (with `.invalidResponse` when the body is unusable) for 5xx and
     ///   for a document without `issuer`, `authorization_endpoint` or `token_endpoint`.
     public func configuration(for authority: Authority, correlationID: String?) async throws(MSALError) -> OpenIDConfiguration {

@@ -172,27 +172,48 @@ extension LocalIdentityProvider {
         ])
     }
 
-    /// Entra's instance discovery (`/common/discovery/instance?api-version=1.1&authorization_endpoint=…`):
-    /// this host is its own only alias.
+    /// Entra's instance discovery (`/common/discovery/instance?api-version=1.1&authorization_endpoint=…`).
+    /// The host of `authorization_endpoint` (this host when it is absent) must be this host or an
+    /// alias of an added cloud; the answer's `metadata` lists this host first, then the added clouds,
+    /// and `tenant_discovery_endpoint` is the endpoint's tenant on its own host. Any other host gets
+    /// HTTP 400 `invalid_instance` (AADSTS50049), as from Entra.
     private func instanceDiscovery(_ request: HTTPServerRequest, _ context: RequestContext) -> HTTPServerResponse {
+        let ownHost = String(context.base.dropFirst("http://".count))
+        var base = context.base
+        var host = ownHost
         var tenant = "common"
-        if let endpoint = request.queryItems["authorization_endpoint"],
-           let url = URL(string: endpoint),
-           let first = url.path.split(separator: "/").first {
-            tenant = String(first)
+        if let endpoint = request.queryItems["authorization_endpoint"] {
+            guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
+                  let endpointHost = components.host?.lowercased(), !endpointHost.isEmpty
+            else {
+                return unknownInstance(context)
+            }
+            host = components.port.map { "\(endpointHost):\($0)" } ?? endpointHost
+            base = "\(scheme)://\(host)"
+            if let first = components.path.split(separator: "/").first { tenant = String(first) }
         }
-        let host = String(context.base.dropFirst("http://".count))
+        let metadata = state.withLock { state in
+            state.instanceDiscoveryRequestCount += 1
+            return [ProviderState.InstanceMetadata(preferredNetwork: ownHost, preferredCache: ownHost, aliases: [ownHost])]
+                + state.instanceMetadata
+        }
+        guard metadata.contains(where: { $0.aliases.contains(host) }) else { return unknownInstance(context) }
         return .json([
-            "tenant_discovery_endpoint": .string("\(context.base)/\(tenant)/v2.0/.well-known/openid-configuration"),
+            "tenant_discovery_endpoint": .string("\(base)/\(tenant)/v2.0/.well-known/openid-configuration"),
             "api-version": .string("1.1"),
-            "metadata": .array([
+            "metadata": .array(metadata.map { entry in
                 .object([
-                    "preferred_network": .string(host),
-                    "preferred_cache": .string(host),
-                    "aliases": .array([.string(host)]),
-                ]),
-            ]),
+                    "preferred_network": .string(entry.preferredNetwork),
+                    "preferred_cache": .string(entry.preferredCache),
+                    "aliases": .array(entry.aliases.map { .string($0) }),
+                ])
+            }),
         ])
+    }
+
+    /// Entra's answer for a host that is not one of its clouds.
+    private func unknownInstance(_ context: RequestContext) -> HTTPServerResponse {
+        errorResponse("invalid_instance", codes: [50049], message: "Unknown or invalid instance.", context)
     }
 
     // MARK: - Device authorization (RFC 8628 §3.1, §3.2)

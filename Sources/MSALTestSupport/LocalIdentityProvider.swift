@@ -9,7 +9,9 @@ import Synchronization
 /// It serves, for `{tenant}` = `common`, `organizations`, `consumers`, a known tenant ID or a known
 /// domain (Entra's endpoint layout, "Microsoft identity platform and OpenID Connect protocol"):
 /// - `GET /{tenant}/v2.0/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4),
-/// - `GET /common/discovery/instance` (Entra instance discovery, `api-version` 1.1),
+/// - `GET /common/discovery/instance` (Entra instance discovery, `api-version` 1.1): this host and
+///   the clouds added by ``addInstanceMetadata(preferredNetwork:preferredCache:aliases:)`` are
+///   known, any other host gets `invalid_instance`,
 /// - `GET /{tenant}/discovery/v2.0/keys` (an empty JWK set: ID tokens are unsigned, `alg` `none`),
 /// - `POST /{tenant}/oauth2/v2.0/devicecode` (RFC 8628 §3.1–§3.2),
 /// - `GET /{tenant}/oauth2/v2.0/authorize`: the authorization code request with PKCE
@@ -271,6 +273,30 @@ public final class LocalIdentityProvider: Sendable {
     public var tokenRequests: [RecordedRequest] {
         state.withLock { $0.tokenRequests }
     }
+
+    /// Makes instance discovery (`GET /common/discovery/instance`) know another cloud, as Entra
+    /// knows its national clouds: an `authorization_endpoint` on any of `aliases` is answered with
+    /// the metadata, which lists this cloud after the provider's own host. Hosts are matched
+    /// case-insensitively, with `:port` when the endpoint names one. Unknown hosts get
+    /// `invalid_instance` (AADSTS50049), as from Entra.
+    /// - Parameters:
+    ///   - preferredNetwork: `preferred_network`, e.g. `login.sovereign.example`.
+    ///   - preferredCache: `preferred_cache`.
+    ///   - aliases: `aliases`; should include the two preferred hosts.
+    public func addInstanceMetadata(preferredNetwork: String, preferredCache: String, aliases: [String]) {
+        state.withLock {
+            $0.instanceMetadata.append(ProviderState.InstanceMetadata(
+                preferredNetwork: preferredNetwork.lowercased(),
+                preferredCache: preferredCache.lowercased(),
+                aliases: aliases.map { $0.lowercased() }
+            ))
+        }
+    }
+
+    /// How many instance discovery requests the provider has answered (with metadata or an error).
+    public var instanceDiscoveryRequestCount: Int {
+        state.withLock { $0.instanceDiscoveryRequestCount }
+    }
 }
 
 /// The mutable state of a ``LocalIdentityProvider``.
@@ -338,6 +364,16 @@ struct ProviderState {
     var sessionUsername: String?
     var sessionState = UUID().uuidString.lowercased()
     var sequence = 0
+    /// Clouds instance discovery knows besides the provider's own host.
+    var instanceMetadata: [InstanceMetadata] = []
+    var instanceDiscoveryRequestCount = 0
+
+    /// One `metadata` entry of an instance discovery answer; hosts lowercased.
+    struct InstanceMetadata {
+        var preferredNetwork: String
+        var preferredCache: String
+        var aliases: [String]
+    }
 
     mutating func add(_ user: LocalIdentityProvider.User) {
         let tenant = user.tenantID.lowercased()

@@ -63,4 +63,123 @@ struct AuthorityTests {
             #expect(error.message.contains("idp.example.com"))
         }
     }
+
+    // MARK: B2C
+
+    @Test("B2C tfp shape: tenant and policy, extra segments dropped, discovery under v2.0")
+    func b2cTFP() throws {
+        let authority = try Authority(
+            "https://Fabrikam.b2clogin.com/tfp/Fabrikam.onmicrosoft.com/B2C_1_SignUpSignIn/v2.0/",
+            knownAuthorities: ["fabrikam.b2clogin.com"]
+        )
+        #expect(authority.type == .b2c)
+        #expect(authority.tenant == .domain("fabrikam.onmicrosoft.com"))
+        #expect(authority.policy == "B2C_1_SignUpSignIn")
+        #expect(authority.url.absoluteString == "https://fabrikam.b2clogin.com/tfp/fabrikam.onmicrosoft.com/B2C_1_SignUpSignIn")
+        #expect(authority.discoveryURL.absoluteString
+            == "https://fabrikam.b2clogin.com/tfp/fabrikam.onmicrosoft.com/B2C_1_SignUpSignIn/v2.0/.well-known/openid-configuration")
+        #expect(authority.environment == "fabrikam.b2clogin.com")
+        #expect(authority.withTenant("other") == authority)
+    }
+
+    @Test("B2C tfp on an Entra host is B2C, not an Entra tenant named tfp")
+    func b2cTFPOnEntraHost() throws {
+        let authority = try Authority(
+            "https://login.microsoftonline.com/tfp/contoso.onmicrosoft.com/B2C_1_SignIn",
+            knownAuthorities: ["login.microsoftonline.com"]
+        )
+        #expect(authority.type == .b2c)
+        #expect(authority.policy == "B2C_1_SignIn")
+    }
+
+    @Test("B2C b2clogin shape is inferred from the host", arguments: ["b2clogin.com", "b2clogin.cn", "b2clogin.us", "b2clogin.de"])
+    func b2cLogin(suffix: String) throws {
+        let host = "contoso.\(suffix)"
+        let authority = try Authority("https://\(host)/contoso.onmicrosoft.com/B2C_1_EditProfile", knownAuthorities: [host])
+        #expect(authority.type == .b2c)
+        #expect(authority.tenant == .domain("contoso.onmicrosoft.com"))
+        #expect(authority.policy == "B2C_1_EditProfile")
+        #expect(authority.url.absoluteString == "https://\(host)/contoso.onmicrosoft.com/B2C_1_EditProfile")
+        #expect(authority.discoveryURL.absoluteString
+            == "https://\(host)/contoso.onmicrosoft.com/B2C_1_EditProfile/v2.0/.well-known/openid-configuration")
+    }
+
+    @Test("B2C on a custom domain needs the explicit type; the tenant may be a GUID")
+    func b2cCustomDomain() throws {
+        let authority = try Authority(
+            "https://login.contoso.com/AAAAAAAA-0000-4000-8000-00000000AAAA/B2C_1A_signup_signin",
+            type: .b2c, knownAuthorities: ["login.contoso.com"]
+        )
+        #expect(authority.type == .b2c)
+        #expect(authority.tenant == .tenantID("aaaaaaaa-0000-4000-8000-00000000aaaa"))
+        #expect(authority.policy == "B2C_1A_signup_signin")
+        // Without the type, the same URL is a generic issuer.
+        #expect(try Authority("https://login.contoso.com/x/y").type == .oidc)
+    }
+
+    @Test("knownAuthorities entries: host, host:port, URL, any case", arguments: [
+        ("https://contoso.b2clogin.com/tfp/t/p", "CONTOSO.b2clogin.com"),
+        ("https://contoso.b2clogin.com/tfp/t/p", "https://contoso.b2clogin.com/"),
+        ("https://contoso.b2clogin.com:8443/tfp/t/p", "contoso.b2clogin.com:8443"),
+        ("https://contoso.b2clogin.com:8443/tfp/t/p", "contoso.b2clogin.com"),
+        ("http://127.0.0.1:4321/tfp/t/p", "127.0.0.1:4321"),
+    ])
+    func knownAuthorityEntries(url: String, entry: String) throws {
+        #expect(try Authority(url, knownAuthorities: [entry]).type == .b2c)
+    }
+
+    @Test("A B2C host not in knownAuthorities is refused, and the message says to add it", arguments: [
+        ("https://fabrikam.b2clogin.com/fabrikam.onmicrosoft.com/B2C_1_SignIn", AuthorityType?.none, [String]()),
+        ("https://fabrikam.b2clogin.com/tfp/fabrikam.onmicrosoft.com/B2C_1_SignIn", nil, ["other.b2clogin.com"]),
+        ("https://login.contoso.com/contoso.onmicrosoft.com/B2C_1_SignIn", .b2c, []),
+        ("https://contoso.b2clogin.com:8443/tfp/t/p", nil, ["contoso.b2clogin.com:9443"]),
+    ])
+    func b2cNotKnown(url: String, type: AuthorityType?, known: [String]) {
+        do {
+            _ = try Authority(url, type: type, knownAuthorities: Set(known))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error == .internal(.invalidAuthority, ""))
+            #expect(error.message.contains("knownAuthorities"))
+            #expect(error.message.contains(URL(string: url)!.host!))
+        }
+    }
+
+    @Test("A B2C authority without a tenant and a policy is invalid", arguments: [
+        "https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com",
+        "https://contoso.b2clogin.com/contoso.onmicrosoft.com",
+        "https://contoso.b2clogin.com",
+        "https://contoso.b2clogin.com/tfp",
+    ])
+    func b2cIncomplete(url: String) {
+        #expect(throws: MSALError.internal(.invalidAuthority, "")) {
+            try Authority(url, knownAuthorities: ["contoso.b2clogin.com"])
+        }
+    }
+
+    // MARK: AD FS
+
+    @Test("AD FS is inferred from /adfs, normalized to https://<host>/adfs", arguments: [
+        "https://fs.contoso.com/adfs", "https://FS.contoso.com/ADFS/", "https://fs.contoso.com/adfs/oauth2/authorize",
+    ])
+    func adfs(url: String) throws {
+        let authority = try Authority(url)
+        #expect(authority.type == .adfs)
+        #expect(authority.tenant == nil)
+        #expect(authority.policy == nil)
+        #expect(authority.url.absoluteString == "https://fs.contoso.com/adfs")
+        #expect(authority.discoveryURL.absoluteString == "https://fs.contoso.com/adfs/.well-known/openid-configuration")
+    }
+
+    @Test("An explicit AD FS type needs the /adfs path; an Entra host keeps adfs as a tenant")
+    func adfsExplicit() throws {
+        #expect(try Authority("https://fs.contoso.com/adfs", type: .adfs).type == .adfs)
+        #expect(throws: MSALError.internal(.invalidAuthority, "")) { try Authority("https://fs.contoso.com/realms/x", type: .adfs) }
+        #expect(try Authority("https://login.microsoftonline.com/adfs").type == .aad)
+    }
+
+    @Test("Types round-trip through their raw values")
+    func rawValues() {
+        #expect(AuthorityType.allCases.map(\.rawValue) == ["aad", "oidc", "b2c", "adfs"])
+    }
 }

@@ -161,4 +161,29 @@ struct OpenIDConfigurationCacheTests {
         #expect(try await cache.configuration(for: authority, correlationID: nil) == configuration)
         #expect(transport.requests.isEmpty)
     }
+
+    @Test("AD FS: the document at <authority>/.well-known/openid-configuration must name the authority as issuer")
+    func adfs() async throws {
+        let authority = try Authority("https://fs.contoso.com/adfs")
+        let good = FakeTransport(answer: .json(200, Self.document(issuer: "https://fs.contoso.com/adfs", base: "https://fs.contoso.com/adfs/oauth2", device: true)))
+        let configuration = try await OpenIDConfigurationCache(transport: good).configuration(for: authority, correlationID: nil)
+        #expect(good.requests.first?.url.absoluteString == "https://fs.contoso.com/adfs/.well-known/openid-configuration")
+        #expect(configuration.tokenEndpoint.absoluteString == "https://fs.contoso.com/adfs/oauth2/token")
+        let impostor = FakeTransport(answer: .json(200, Self.document(issuer: "https://evil.example/adfs", base: "https://evil.example/adfs/oauth2", device: false)))
+        #expect(await capture { try await OpenIDConfigurationCache(transport: impostor).configuration(for: authority, correlationID: nil) }
+            == .internal(.invalidAuthority, ""))
+    }
+
+    @Test("B2C: the policy's v2.0 document is fetched; its issuer names the tenant ID, not the authority")
+    func b2c() async throws {
+        let authority = try Authority("https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_SignIn", knownAuthorities: ["contoso.b2clogin.com"])
+        let base = "https://contoso.b2clogin.com/contoso.onmicrosoft.com/b2c_1_signin/oauth2/v2.0"
+        let transport = FakeTransport(answer: .json(200, Self.document(
+            issuer: "https://contoso.b2clogin.com/aaaaaaaa-0000-4000-8000-00000000aaaa/v2.0/", base: base, device: false)))
+        let configuration = try await OpenIDConfigurationCache(transport: transport).configuration(for: authority, correlationID: nil)
+        #expect(transport.requests.first?.url.absoluteString
+            == "https://contoso.b2clogin.com/contoso.onmicrosoft.com/B2C_1_SignIn/v2.0/.well-known/openid-configuration")
+        #expect(configuration.authorizationEndpoint.absoluteString == base + "/authorize")
+        #expect(configuration.deviceAuthorizationEndpoint == nil)
+    }
 }

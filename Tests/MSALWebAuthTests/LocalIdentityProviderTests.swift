@@ -178,6 +178,32 @@ struct LocalIdentityProviderTests {
         #expect(reply.json["metadata"]?.arrayValue?.first?.objectValue?["aliases"] == .array([.string(host)]))
     }
 
+    @Test func instanceDiscoveryKnowsAddedCloudsAndRefusesOthers() async throws {
+        let (provider, client) = try started()
+        defer { provider.stop() }
+        provider.addInstanceMetadata(
+            preferredNetwork: "login.sovereign.example", preferredCache: "login.sovereign.example",
+            aliases: ["login.sovereign.example", "sts.sovereign.example"]
+        )
+        func discover(_ endpoint: String) async throws -> ProviderClient.Reply {
+            try await client.get("/common/discovery/instance?api-version=1.1&authorization_endpoint=\(ProviderClient.formEncode(["": endpoint]).dropFirst())")
+        }
+        let known = try await discover("https://STS.sovereign.example/contoso.example/oauth2/v2.0/authorize")
+        #expect(known.status == 200)
+        #expect(known["tenant_discovery_endpoint"] == "https://sts.sovereign.example/contoso.example/v2.0/.well-known/openid-configuration")
+        let entries = known.json["metadata"]?.arrayValue ?? []
+        #expect(entries.count == 2)
+        #expect(entries.last?.objectValue?["preferred_network"] == .string("login.sovereign.example"))
+        #expect(entries.last?.objectValue?["aliases"] == .array([.string("login.sovereign.example"), .string("sts.sovereign.example")]))
+
+        let unknown = try await discover("https://login.bogus.example/common/oauth2/v2.0/authorize")
+        #expect(unknown.status == 400)
+        #expect(unknown["error"] == "invalid_instance")
+        #expect(unknown.json["error_codes"] == .array([.number(50049)]))
+        #expect(unknown["error_description"]?.hasPrefix("AADSTS50049: Unknown or invalid instance.") == true)
+        #expect(provider.instanceDiscoveryRequestCount == 2)
+    }
+
     // MARK: Device code
 
     @Test func deviceAuthorizationResponseShape() async throws {
