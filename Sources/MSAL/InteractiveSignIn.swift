@@ -32,10 +32,26 @@ extension PublicClientApplication {
     /// Completes a pending interactive sign-in whose redirect URI is a private-use scheme: pass the
     /// URL the system handed to the app (through its `x-scheme-handler` desktop entry).
     ///
-    /// - Returns: `true` when the URL's `state` belongs to a sign-in of this application that is
-    ///   waiting; `false` otherwise (the URL is not for swift-msal, or the sign-in already ended).
+    /// Call it in the process that started the sign-in (a second process started by the desktop's
+    /// scheme handler must pass the URL on, e.g. over D-Bus or a socket of the app's own). A URL
+    /// that arrives before the flow starts waiting is kept for it.
+    ///
+    /// - Returns: `true` when the URL is the configured redirect URI and its `state` belongs to a
+    ///   sign-in of this application in progress; `false` otherwise (another URL, an unknown or
+    ///   finished sign-in, a second delivery).
     public func handleResponse(url: URL) -> Bool {
-        pendingAuthorizations.deliver(url)
+        // Only the configured redirect URI (scheme, host and path; as MSAL for iOS/macOS checks).
+        let expected = redirectURI.url
+        guard url.scheme?.lowercased() == expected.scheme?.lowercased(),
+              (url.host ?? "").lowercased() == (expected.host ?? "").lowercased(),
+              Self.trimmedPath(url) == Self.trimmedPath(expected)
+        else { return false }
+        return pendingAuthorizations.deliver(url)
+    }
+
+    private static func trimmedPath(_ url: URL) -> String {
+        let path = url.path
+        return path.hasSuffix("/") ? String(path.dropLast()) : path
     }
 
     /// An error redirect saying the user must interact (`prompt=none` answered with
@@ -83,6 +99,8 @@ extension PublicClientApplication {
             let pending = pendingAuthorizations
             let state = request.state
             let timeout = parameters.timeout
+            pending.register(state: state)
+            defer { pending.unregister(state: state) }
             response = try await flow.run(
                 request: request,
                 awaitingResponse: { () async throws(MSALError) -> AuthorizationResponse in
@@ -99,17 +117,48 @@ extension PublicClientApplication {
 }
 
 /// Interactive sign-ins waiting for a redirect to a private-use scheme, keyed by `state`.
-/// ``PublicClientApplication/handleResponse(url:)`` resumes the one whose state the URL carries.
+/// ``PublicClientApplication/handleResponse(url:)`` completes the one whose state the URL carries.
+///
+/// A sign-in is registered before its browser opens, so a redirect delivered at once (even before
+/// the flow starts waiting) is kept for it rather than dropped.
 final class PendingAuthorizations: Sendable {
-    private let waiters = Mutex<[String: CheckedContinuation<AuthorizationResponse, any Error>]>([:])
+    private enum Slot {
+        case registered
+        case delivered(AuthorizationResponse)
+        case waiting(CheckedContinuation<AuthorizationResponse, any Error>)
+    }
 
-    /// Waits for the redirect carrying `state`.
+    private let slots = Mutex<[String: Slot]>([:])
+
+    /// Makes `state` known before the browser opens.
+    func register(state: String) {
+        slots.withLock { $0[state] = .registered }
+    }
+
+    /// Forgets `state` (the sign-in ended); a waiter still waiting gets `.userCanceled`.
+    func unregister(state: String) {
+        finish(state: state, with: .failure(MSALError(.userCanceled, message: "The sign-in ended.")))
+        slots.withLock { _ = $0.removeValue(forKey: state) }
+    }
+
+    /// Waits for the redirect carrying `state` (returns at once if it already arrived).
     /// - Throws: `.internal(.timeout)` after `timeout` seconds; `.userCanceled` when the task is canceled.
     func wait(state: String, timeout: TimeInterval) async throws(MSALError) -> AuthorizationResponse {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    waiters.withLock { $0[state] = continuation }
+                    let early: AuthorizationResponse? = slots.withLock { slots in
+                        if case .delivered(let response)? = slots[state] {
+                            slots[state] = nil
+                            return response
+                        }
+                        slots[state] = .waiting(continuation)
+                        return nil
+                    }
+                    if let early {
+                        continuation.resume(returning: early)
+                        return
+                    }
                     Task { [weak self] in
                         try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
                         self?.finish(state: state, with: .failure(MSALError.internal(.timeout, "No redirect arrived within \(Int(timeout)) seconds; the sign-in was abandoned.")))
@@ -128,20 +177,38 @@ final class PendingAuthorizations: Sendable {
         }
     }
 
-    /// Resumes the waiter of the URL's `state`.
-    /// - Returns: whether a waiter took it.
+    /// Hands the redirect to the sign-in of the URL's `state`.
+    /// - Returns: whether a registered sign-in took it (`false` for an unknown state or a second delivery).
     func deliver(_ url: URL) -> Bool {
         guard let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems,
               let state = items.first(where: { $0.name == "state" })?.value,
-              waiters.withLock({ $0[state] != nil }),
               let response = AuthorizationResponse.parse(url: url, expectedState: state)
         else { return false }
-        return finish(state: state, with: .success(response))
+        let waiter: CheckedContinuation<AuthorizationResponse, any Error>?? = slots.withLock { slots in
+            switch slots[state] {
+            case .registered?:
+                slots[state] = .delivered(response)
+                return .some(nil)
+            case .waiting(let continuation)?:
+                slots[state] = nil
+                return .some(continuation)
+            case .delivered?, nil:
+                return nil
+            }
+        }
+        guard let waiter else { return false }
+        waiter?.resume(returning: response)
+        return true
     }
 
     @discardableResult
     private func finish(state: String, with result: Result<AuthorizationResponse, MSALError>) -> Bool {
-        guard let continuation = waiters.withLock({ $0.removeValue(forKey: state) }) else { return false }
+        let continuation: CheckedContinuation<AuthorizationResponse, any Error>? = slots.withLock { slots in
+            guard case .waiting(let continuation)? = slots[state] else { return nil }
+            slots[state] = nil
+            return continuation
+        }
+        guard let continuation else { return false }
         continuation.resume(with: result.mapError { $0 as any Error })
         return true
     }

@@ -144,7 +144,20 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// One line: the code, the message, then the OAuth fields, HTTP status, `retry_after` (whole
     /// seconds, rounded up) and correlation ID when present.
+    /// Control characters a server may have put in its fields (line breaks in Entra's
+    /// `error_description`, terminal escapes) are replaced by spaces, so it stays one line.
     public var description: String {
+        MSALError.oneLine(rawDescription)
+    }
+
+    /// `text` with every control character (C0, DEL, C1) replaced by a space.
+    static func oneLine(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
+            (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) ? " " : scalar
+        }))
+    }
+
+    private var rawDescription: String {
         var parts = ["\(codeString): \(message)"]
         if let oauthError { parts.append("error=\(oauthError)") }
         if let subError { parts.append("suberror=\(subError)") }

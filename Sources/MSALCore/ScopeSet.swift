@@ -96,11 +96,20 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
     ///
     /// - Returns: the normalized set.
     /// - Throws: ``MSALError`` `.internal(.invalidScope)` when there is no scope, when a scope
-    ///   contains whitespace, or when a reserved scope (`openid`, `profile`, `offline_access`) is
+    ///   contains whitespace or a character RFC 6749 §3.3 does not allow, or when a reserved scope (`openid`, `profile`, `offline_access`) is
     ///   passed: swift-msal adds those itself.
     public static func validatedRequest(_ scopes: [String]) throws(MSALError) -> ScopeSet {
         for scope in scopes where scope.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
-            throw .internal(.invalidScope, "A scope may not contain whitespace (pass each scope separately): '\(scope)'.")
+            throw .internal(.invalidScope, "A scope may not contain whitespace (pass each scope separately): '\(MSALError.oneLine(scope))'.")
+        }
+        // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ): printable ASCII but `"` and `\`.
+        for scope in scopes {
+            let valid = scope.unicodeScalars.allSatisfy { scalar in
+                scalar.value == 0x21 || (0x23...0x5B).contains(scalar.value) || (0x5D...0x7E).contains(scalar.value)
+            }
+            if !valid && !scope.isEmpty {
+                throw .internal(.invalidScope, "A scope may contain only printable ASCII characters other than '\"' and '\\' (RFC 6749 §3.3): '\(MSALError.oneLine(scope))'.")
+            }
         }
         let set = ScopeSet(scopes)
         let reserved = set.filter { reservedOIDCScopes.contains($0) }

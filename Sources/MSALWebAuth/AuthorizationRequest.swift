@@ -13,8 +13,9 @@ public enum Prompt: String, Sendable, CaseIterable {
     /// Offer to create an account (`create`, OpenID Connect Prompt Create 1.0; Entra External ID).
     case create
     /// Show nothing: succeed silently or fail with `login_required`, `interaction_required` or
-    /// `consent_required` (`none`).
-    case none
+    /// `consent_required` (sent as `prompt=none`). Named `never` so that `promptType: .never`
+    /// cannot be mistaken for `Optional.none` (no `prompt` at all).
+    case never = "none"
 }
 
 /// An authorization request for the authorization code grant with PKCE: the URL to open in the

@@ -207,7 +207,7 @@ public final class LoopbackHTTPServer: Sendable {
             let code = errno
             close(fd)
             if code == EADDRINUSE {
-                throw .internal(.networkError, "Port \(port) on \(host) is already in use; choose another port or 0 to let the system choose.")
+                throw .internal(.networkError, "Port \(port) on \(host) is already in use; choose another port, or leave the port out so the system chooses one.")
             }
             throw .internal(.networkError, "Could not bind \(host):\(port): \(String(cString: strerror(code))).")
         }

@@ -28,6 +28,7 @@ struct Options {
     var prompt: String?
     var loginHint: String?
     var noBrowser = false
+    var timeout: TimeInterval?
 
     static let commands = ["login", "token", "accounts", "logout", "demo", "help"]
 
@@ -82,6 +83,12 @@ struct Options {
                 options.prompt = raw
             case "--login-hint": options.loginHint = try value(for: argument)
             case "--no-browser": options.noBrowser = true
+            case "--timeout":
+                let raw = try value(for: argument)
+                guard let seconds = TimeInterval(raw), seconds > 0, seconds.isFinite else {
+                    throw UsageError(message: "--timeout must be a positive number of seconds, not '\(raw)'")
+                }
+                options.timeout = seconds
             case "--help", "-h": options.command = "help"
             default: throw UsageError(message: "unknown option '\(argument)'")
             }
@@ -96,9 +103,9 @@ struct Options {
             throw UsageError(message: "--device-code applies to 'login' only")
         }
         let interactiveOnly = options.redirectURI != nil || options.port != nil || options.prompt != nil
-            || options.loginHint != nil || options.noBrowser
+            || options.loginHint != nil || options.noBrowser || options.timeout != nil
         if interactiveOnly && (options.command != "login" || options.deviceCode) {
-            throw UsageError(message: "--redirect-uri, --port, --prompt, --login-hint and --no-browser apply to interactive 'login' only")
+            throw UsageError(message: "--redirect-uri, --port, --prompt, --login-hint, --no-browser and --timeout apply to interactive 'login' only")
         }
         if options.forceRefresh && options.command != "token" {
             throw UsageError(message: "--force-refresh applies to 'token' only")
@@ -133,6 +140,7 @@ struct Options {
       --prompt P                  login: select_account, login, consent, create or none
       --login-hint NAME           login: pre-fill the username
       --no-browser                login: print the URL instead of opening a browser; still listen
+      --timeout SECONDS           login: how long to wait for the redirect (default 300)
       --output json|text          output format (default text)
 
     exit codes: 0 success, 1 error, 2 usage error, 3 interaction required

@@ -52,28 +52,39 @@ enum Tool {
         return (try PublicClientApplication(configuration: configuration), authority)
     }
 
-    /// `--redirect-uri`, with `--port` replacing its port (or `http://127.0.0.1:<port>` alone).
+    /// `--redirect-uri`, with `--port` replacing its port (or `http://localhost:<port>` alone);
+    /// the tool listens itself, so only a loopback redirect URI is accepted.
     static func redirectURI(_ options: Options) throws -> String? {
-        guard let port = options.port else { return options.redirectURI }
-        guard var components = URLComponents(string: options.redirectURI ?? "http://127.0.0.1") else {
-            throw UsageError(message: "--redirect-uri is not a URI")
+        var redirect = options.redirectURI
+        if let port = options.port {
+            guard var components = URLComponents(string: options.redirectURI ?? "http://localhost") else {
+                throw UsageError(message: "--redirect-uri is not a URI")
+            }
+            components.port = Int(port)
+            redirect = components.string
         }
-        components.port = Int(port)
-        return components.string
+        guard let redirect else { return nil }
+        let parsed: RedirectURI
+        do {
+            parsed = try RedirectURI(redirect, applicationID: nil)
+        } catch {
+            throw UsageError(message: "--redirect-uri: \(error.message)")
+        }
+        guard parsed.isLoopback else {
+            throw UsageError(message: "msal login needs a loopback redirect URI (http://127.0.0.1[:port][/path] or http://localhost[:port][/path])")
+        }
+        return redirect
     }
 
     static func run(_ options: Options) async throws {
         let (application, authority) = try makeApplication(options)
         switch options.command {
         case "login" where !options.deviceCode:
-            if let redirect = try redirectURI(options), let parsed = try? RedirectURI(redirect, applicationID: nil), !parsed.isLoopback {
-                throw UsageError(message: "msal login needs a loopback redirect URI (http://127.0.0.1[:port][/path] or http://localhost[:port][/path])")
-            }
             let output = options.output
             let browser: any BrowserLauncher = options.noBrowser ? ClosureBrowserLauncher { _ in false } : SystemBrowserLauncher()
             var parameters = InteractiveTokenParameters(
                 scopes: options.scopes, promptType: options.prompt.flatMap(Prompt.init(rawValue:)),
-                loginHint: options.loginHint, browser: browser)
+                loginHint: options.loginHint, browser: browser, timeout: options.timeout ?? 300)
             parameters.authorizationURLHandler = { url, opened in
                 switch output {
                 case .json:
@@ -102,6 +113,7 @@ enum Tool {
             }
             printResult(result, output)
         case "token":
+            _ = try ScopeSet.validatedRequest(options.scopes)  // a bad scope is reported before "no account"
             let account = try resolveAccount(application, options.account, authority: authority)
             let result = try await application.acquireTokenSilent(with: SilentTokenParameters(
                 scopes: options.scopes, account: account, forceRefresh: options.forceRefresh))

@@ -54,3 +54,20 @@ struct ScopeSetTests {
         #expect(!ScopeSet(["User.Read"]).containsDefaultScope)
     }
 }
+
+@Suite("Scope characters and one-line errors")
+struct ScopeCharacterTests {
+    @Test("Characters RFC 6749 §3.3 does not allow in a scope are rejected", arguments: ["e\u{01}mail", "a\"b", "a\\b", "caf\u{E9}"])
+    func invalidCharacters(scope: String) {
+        #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest([scope]) }
+    }
+
+    @Test("A server's line breaks and escapes never split an error's description")
+    func oneLineDescription() {
+        let error = MSALError(.serverError, message: "The provider said: line1\nline2\r\u{1B}[31mRED", oauthError: "invalid_scope\n")
+        #expect(!error.description.contains("\n"))
+        #expect(!error.description.contains("\r"))
+        #expect(!error.description.unicodeScalars.contains { $0.value == 0x1B })
+        #expect(error.description.contains("line1 line2"))
+    }
+}

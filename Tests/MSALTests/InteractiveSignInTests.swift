@@ -103,7 +103,7 @@ struct InteractiveSignInTests {
         defer { fixture.stop() }
         let application = try fixture.application()
         do {
-            _ = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, promptType: Prompt.none, browser: followingBrowser()))
+            _ = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, promptType: .never, browser: followingBrowser()))
             Issue.record("expected interactionRequired")
         } catch {
             #expect(error.code == .interactionRequired)
@@ -165,6 +165,36 @@ struct InteractiveSignInTests {
         let result = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: browser, timeout: 10))
         #expect(result.tokenSource == .identityProvider)
         #expect(result.account.username == LocalIdentityProvider.demoUser.username)
+    }
+
+    @Test("A redirect handed over before the flow waits is kept; a URL that is not the redirect URI is refused")
+    func customSchemeEarlyDelivery() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let redirect = RedirectURI.msauth(applicationID: "com.contoso.App")
+        fixture.provider.registerRedirectURI(redirect)
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority,
+            cacheStore: try SQLiteTokenCacheStore(path: fixture.directory.path("early.sqlite")))
+        configuration.redirectURI = redirect
+        configuration.applicationID = "com.contoso.App"
+        let application = try PublicClientApplication(configuration: configuration)
+        let refusedForeign = URLBox()
+        // The "browser" delivers the redirect before it returns, i.e. before the flow waits.
+        let browser = ClosureBrowserLauncher { url in
+            guard let delivered = try? await location(of: url),
+                  var foreign = URLComponents(url: delivered, resolvingAgainstBaseURL: false)
+            else { return false }
+            foreign.scheme = "https"
+            foreign.host = "evil.example"
+            if let foreignURL = foreign.url, !application.handleResponse(url: foreignURL) {
+                refusedForeign.set(foreignURL, false)
+            }
+            return application.handleResponse(url: delivered)
+        }
+        let result = try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: browser, timeout: 10))
+        #expect(result.tokenSource == .identityProvider)
+        #expect(refusedForeign.value != nil)
     }
 
     @Test("Redirect URIs that break a rule are refused when the application is created", arguments: [

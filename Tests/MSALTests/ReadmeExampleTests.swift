@@ -20,6 +20,20 @@ func accessToken(_ application: PublicClientApplication, scopes: [String]) async
     }
 }
 
+/// README.md's interactive snippet, verbatim between the markers; compiled here, not run (it
+/// would open the system browser).
+func readmeInteractiveSnippet(_ application: PublicClientApplication) async throws -> AuthenticationResult {
+    // README-BEGIN
+let result = try await application.acquireToken(with: InteractiveTokenParameters(
+    scopes: ["https://graph.microsoft.com/User.Read"],
+    promptType: .selectAccount,
+    authorizationURLHandler: { url, browserOpened in
+        if !browserOpened { print("Open \(url) to sign in") }
+    }))
+    // README-END
+    return result
+}
+
 @Suite("README's Swift example")
 struct ReadmeExampleTests {
     @Test("The README shows exactly the function this file compiles")
@@ -30,6 +44,9 @@ struct ReadmeExampleTests {
         let end = try #require(source.range(of: "\n}\n", range: start.upperBound..<source.endIndex))
         let function = String(source[start.lowerBound..<end.upperBound])
         #expect(readme.contains(function))
+        let snippetStart = try #require(source.range(of: "    // README-BEGIN\n"))
+        let snippetEnd = try #require(source.range(of: "    // README-END", range: snippetStart.upperBound..<source.endIndex))
+        #expect(readme.contains(String(source[snippetStart.upperBound..<snippetEnd.lowerBound])))
     }
 
     @Test("It signs in once, then serves the token silently")

@@ -73,11 +73,21 @@ struct ToolTests {
         ["token", "--client-id", "a"], ["accounts", "--client-id", "a", "--force-refresh"], ["token", "--client-id", "a", "--scope", "s", "--device-code"],
         ["login", "--client-id", "a", "--scope", "s", "--prompt", "bogus"], ["token", "--client-id", "a", "--scope", "s", "--no-browser"],
         ["login", "--device-code", "--client-id", "a", "--scope", "s", "--port", "8400"], ["login", "--client-id", "a", "--scope", "s", "--port", "0"],
-        ["login", "--client-id", "a", "--scope", "s", "--redirect-uri", "myapp://auth"]])
+        ["login", "--client-id", "a", "--scope", "s", "--redirect-uri", "myapp://auth"],
+        ["login", "--client-id", "a", "--scope", "s", "--redirect-uri", "msauth.com.contoso.App://auth"],
+        ["login", "--client-id", "a", "--scope", "s", "--timeout", "-1"], ["token", "--client-id", "a", "--scope", "s", "--timeout", "5"]])
     func usage(arguments: [String]) async throws {
         let run = try await msal(arguments)
         #expect(run.status == 2)
         #expect(run.stderr.contains("usage error"))
+    }
+
+    @Test("A bad scope is reported as such even when no account is signed in", arguments: ["a b", "e\u{01}"])
+    func badScopeBeforeAccount(scope: String) async throws {
+        let run = try await msal("token", "--client-id", "app", "--scope", scope)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.invalidScope"))
+        #expect(run.stderr.split(separator: "\n").count == 1)
     }
 
     @Test("No account in the cache: token exits 3")
