@@ -29,7 +29,8 @@ extension LocalIdentityProvider {
     /// Decides what the person does on the next authorize request that is not `prompt=none`.
     ///
     /// Without one, the person signs in as the `login_hint` user when that user exists, otherwise
-    /// as ``demoUser``, and consents. Setting a new action replaces one not yet used.
+    /// as ``defaultUsername`` (``demoUser`` unless the provider was created with other users), and
+    /// consents. Setting a new action replaces one not yet used.
     public func setNextUserAction(_ action: UserAction) {
         state.withLock { $0.nextUserAction = action }
     }
@@ -72,7 +73,7 @@ extension LocalIdentityProvider {
     /// Every request received at the authorize endpoint, oldest first; the query parameters are
     /// in ``RecordedRequest/formParameters``.
     public var authorizeRequests: [RecordedRequest] {
-        state.withLock { $0.authorizeRequests }
+        state.withLock { $0.requests.filter { $0.endpoint == .authorize } }
     }
 
     // MARK: - The authorize endpoint (RFC 6749 §4.1.1–§4.1.2.1)
@@ -88,10 +89,6 @@ extension LocalIdentityProvider {
 
     func authorize(_ request: HTTPServerRequest, tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
         let query = request.queryItems
-        state.withLock { state in
-            state.authorizeRequests.append(RecordedRequest(
-                method: request.method, path: request.path, grantType: nil, formParameters: query, headers: request.headers))
-        }
 
         // Until the client and its redirect URI are known good, nothing is sent to the redirect
         // URI (RFC 6749 §4.1.2.1): the person sees an error page.
@@ -100,6 +97,9 @@ extension LocalIdentityProvider {
         }
         guard UUID(uuidString: clientID) != nil else {
             return errorPage(700016, "Application with identifier '\(clientID)' was not found in the directory '\(tenantSegment)'.", context)
+        }
+        guard isRegisteredClient(clientID) else {
+            return errorPage(700016, LocalIdentityProvider.unknownClientMessage(clientID, tenantSegment), context)
         }
         guard resolveTenant(tenantSegment) != nil else {
             return errorPage(90002, "Tenant '\(tenantSegment)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", context)
@@ -179,7 +179,7 @@ extension LocalIdentityProvider {
     }
 
     /// Plays the person: `prompt=none` uses the browser session only; otherwise the next
-    /// ``UserAction`` (or the default: the `login_hint` user if known, else ``demoUser``).
+    /// ``UserAction`` (or the default: the `login_hint` user if known, else ``defaultUsername``).
     private func decide(prompt: String?, loginHint: String?) -> Decision {
         state.withLock { state in
             if prompt == "none" {
@@ -203,8 +203,10 @@ extension LocalIdentityProvider {
             case nil:
                 if let hint = loginHint?.lowercased(), state.users[hint] != nil {
                     username = hint
+                } else if let fallback = state.defaultUsername {
+                    username = fallback
                 } else {
-                    username = LocalIdentityProvider.demoUser.username.lowercased()
+                    return .unknownUser(loginHint ?? "")
                 }
             }
             guard state.users[username] != nil else { return .unknownUser(username) }

@@ -18,6 +18,11 @@ struct RequestContext {
     let base: String
 }
 
+/// A request's path, split into its segments.
+private func pathSegments(_ path: String) -> [String] {
+    path.split(separator: "/").map(String.init)
+}
+
 extension LocalIdentityProvider {
     // MARK: - Routing
 
@@ -27,7 +32,13 @@ extension LocalIdentityProvider {
             now: clock.now(),
             base: baseString
         )
-        var response = route(request, context)
+        var response: HTTPServerResponse
+        if request.path == "/_control" || request.path.hasPrefix("/_control/"), state.withLock({ $0.controlAPIEnabled }) {
+            response = control(request, context)
+        } else {
+            record(request, at: context.now)
+            response = route(request, context)
+        }
         if request.headers["return-client-request-id"]?.lowercased() == "true" {
             response.headers["client-request-id"] = context.correlationID
         }
@@ -36,8 +47,33 @@ extension LocalIdentityProvider {
         return response
     }
 
+    /// Appends the request to the log, with its endpoint and the clock's time.
+    private func record(_ request: HTTPServerRequest, at now: Date) {
+        let endpoint = LocalIdentityProvider.endpoint(forPath: request.path)
+        let parameters = request.method == "POST" ? request.formParameters : request.queryItems
+        let entry = RecordedRequest(
+            method: request.method, path: request.path, grantType: endpoint == .token ? parameters["grant_type"] : nil,
+            formParameters: parameters, headers: request.headers, endpoint: endpoint, receivedAt: now)
+        state.withLock { $0.requests.append(entry) }
+    }
+
+    /// The Entra endpoint a path names (the same matching as the router's).
+    static func endpoint(forPath path: String) -> RecordedRequest.Endpoint {
+        let segments = pathSegments(path)
+        switch segments.count {
+        case 1 where segments[0] == "devicelogin": return .deviceLogin
+        case 3 where segments[1] == "discovery" && segments[2] == "instance": return .instanceDiscovery
+        case 4 where segments[1] == "v2.0" && segments[2] == ".well-known" && segments[3] == "openid-configuration": return .openIDConfiguration
+        case 4 where segments[1] == "discovery" && segments[2] == "v2.0" && segments[3] == "keys": return .keys
+        case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "devicecode": return .deviceCode
+        case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "authorize": return .authorize
+        case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "token": return .token
+        default: return .other
+        }
+    }
+
     private func route(_ request: HTTPServerRequest, _ context: RequestContext) -> HTTPServerResponse {
-        let segments = request.path.split(separator: "/").map(String.init)
+        let segments = pathSegments(request.path)
         func require(_ method: String, _ body: () -> HTTPServerResponse) -> HTTPServerResponse {
             guard request.method == method || (method == "GET" && request.method == "HEAD") else {
                 var response = HTTPServerResponse.text("Method \(request.method) is not allowed here.\n", status: 405)
@@ -117,6 +153,22 @@ extension LocalIdentityProvider {
             "invalid_tenant", codes: [90002],
             message: "Tenant '\(segment)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.",
             context)
+    }
+
+    /// Entra's answer for a client ID that is not registered (AADSTS700016), when clients are
+    /// registered at all.
+    func unknownClient(_ clientID: String, _ tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
+        errorResponse(
+            "unauthorized_client", codes: [700016],
+            message: LocalIdentityProvider.unknownClientMessage(clientID, tenantSegment), context)
+    }
+
+    static func unknownClientMessage(_ clientID: String, _ tenantSegment: String) -> String {
+        "Application with identifier '\(clientID)' was not found in the directory '\(tenantSegment)'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant."
+    }
+
+    func isRegisteredClient(_ clientID: String) -> Bool {
+        state.withLock { $0.registeredClients.isEmpty || $0.registeredClients.contains(clientID.lowercased()) }
     }
 
     func missingParameter(_ name: String, _ context: RequestContext) -> HTTPServerResponse {
@@ -222,6 +274,7 @@ extension LocalIdentityProvider {
         guard resolveTenant(tenantSegment) != nil else { return unknownTenant(tenantSegment, context) }
         let form = request.formParameters
         guard let clientID = form["client_id"], !clientID.isEmpty else { return missingParameter("client_id", context) }
+        guard isRegisteredClient(clientID) else { return unknownClient(clientID, tenantSegment, context) }
         guard let scope = form["scope"], !scope.isEmpty else { return missingParameter("scope", context) }
         let deviceCode = TokenMint.randomToken(bytes: 64)
         let userCode = TokenMint.userCode()
@@ -256,15 +309,13 @@ extension LocalIdentityProvider {
     private func token(_ request: HTTPServerRequest, tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
         let form = request.formParameters
         let injected: Failure? = state.withLock { state in
-            state.tokenRequests.append(RecordedRequest(
-                method: request.method, path: request.path, grantType: form["grant_type"],
-                formParameters: form, headers: request.headers))
-            return state.failures.isEmpty ? nil : state.failures.removeFirst()
+            state.failures.isEmpty ? nil : state.failures.removeFirst()
         }
         if let injected { return respond(with: injected, context) }
         guard let tenant = resolveTenant(tenantSegment) else { return unknownTenant(tenantSegment, context) }
         guard let grantType = form["grant_type"], !grantType.isEmpty else { return missingParameter("grant_type", context) }
         guard let clientID = form["client_id"], !clientID.isEmpty else { return missingParameter("client_id", context) }
+        guard isRegisteredClient(clientID) else { return unknownClient(clientID, tenantSegment, context) }
         let wantsClientInfo = form["client_info"] == "1"
         switch grantType {
         case "urn:ietf:params:oauth:grant-type:device_code":
@@ -287,8 +338,9 @@ extension LocalIdentityProvider {
     private func respond(with failure: Failure, _ context: RequestContext) -> HTTPServerResponse {
         switch failure {
         case .oauthError(let error, let subError, let description, let errorCodes, let status):
+            let known = subError.flatMap(SubError.init(rawValue:))
             return errorResponse(
-                error, codes: errorCodes, message: "Injected failure.", subError: subError, status: status,
+                error, codes: errorCodes, message: known?.message ?? "Injected failure.", subError: subError, status: status,
                 verbatimDescription: description, context)
         case .serverError(let status):
             return .text("The service is unavailable (injected failure, status \(status)).\n", status: status)
@@ -369,7 +421,14 @@ extension LocalIdentityProvider {
             guard let grant = state.refreshGrants[refreshToken] else {
                 return .failure(RefreshFailure(codes: [70000], message: "The provided value for the input parameter 'refresh_token' is not valid.", subError: nil))
             }
-            guard grant.clientID == clientID else {
+            if let family = grant.familyID {
+                // A family refresh token: any client of the family may redeem it; another client
+                // gets `client_mismatch`, on which MSAL falls back to the app's own token.
+                guard grant.clientID == clientID || state.families[clientID.lowercased()] == family else {
+                    return .failure(RefreshFailure(
+                        codes: [70000], message: SubError.clientMismatch.message, subError: SubError.clientMismatch.rawValue))
+                }
+            } else if grant.clientID != clientID {
                 return .failure(RefreshFailure(codes: [70000], message: "The refresh token was issued to a different client.", subError: nil))
             }
             if grant.revoked {
@@ -398,7 +457,23 @@ extension LocalIdentityProvider {
         var subError: String?
     }
 
-    /// A successful token response (RFC 6749 §5.1) in Entra's v2.0 shape.
+    /// What a token response needs from the state, read under one lock.
+    private struct Issuance {
+        var user: User
+        var lifetime: TimeInterval
+        var refreshLifetime: TimeInterval
+        var extendedLifetime: TimeInterval?
+        var refreshIn: TimeInterval?
+        var familyID: String?
+        var guestObjectID: String?
+        var declined: Set<String>
+    }
+
+    /// A successful token response (RFC 6749 §5.1) in Entra's v2.0 shape: `token_type`, `scope`
+    /// (the granted scopes: requested ones minus declined ones, as Entra leaves out scopes the
+    /// user or admin has not consented to), `expires_in`, `ext_expires_in`, `refresh_in` when
+    /// set, `access_token`, `id_token` for `openid`, `refresh_token` for `offline_access`,
+    /// `client_info` when asked, and `foci` for a client of a family.
     /// `nonce` is copied into the ID token (OpenID Connect Core §3.1.3.6), as Entra does for a
     /// code whose authorize request carried one.
     func issueTokens(
@@ -406,26 +481,56 @@ extension LocalIdentityProvider {
         nonce: String? = nil, _ context: RequestContext
     ) -> HTTPServerResponse {
         let now = context.now
-        guard let (user, lifetime, refreshLifetime) = state.withLock({ state in
-            state.users[username].map { ($0, state.accessTokenLifetime, state.refreshTokenLifetime) }
-        }) else {
-            return errorResponse("invalid_grant", codes: [50034], message: "The user account does not exist in the directory.", context)
+        let lookup: Result<Issuance, RefreshFailure> = state.withLock { state in
+            guard let user = state.users[username] else {
+                return .failure(RefreshFailure(codes: [50034], message: "The user account does not exist in the directory.", subError: nil))
+            }
+            let homeTenant = user.tenantID.lowercased()
+            var guestObjectID: String?
+            if case .single(let id) = tenant, id != homeTenant {
+                guestObjectID = state.guests[username]?[id]
+                if guestObjectID == nil && state.guestsMustBeInvited {
+                    return .failure(RefreshFailure(
+                        codes: [50020],
+                        message: "User account '\(user.username)' from identity provider '\(context.base)/\(homeTenant)/' does not exist in tenant '\(id)' and cannot access the application '\(clientID)' in that tenant. The account needs to be added as an external user in the tenant first.",
+                        subError: nil))
+                }
+            }
+            var declined = state.declinedScopes
+            if !state.declinedScopesOnce.isEmpty { declined.formUnion(state.declinedScopesOnce.removeFirst()) }
+            return .success(Issuance(
+                user: user, lifetime: state.accessTokenLifetime, refreshLifetime: state.refreshTokenLifetime,
+                extendedLifetime: state.extendedExpiresIn, refreshIn: state.refreshIn,
+                familyID: state.families[clientID.lowercased()], guestObjectID: guestObjectID, declined: declined))
         }
+        let issuance: Issuance
+        switch lookup {
+        case .failure(let failure):
+            return errorResponse("invalid_grant", codes: failure.codes, message: failure.message, subError: failure.subError, context)
+        case .success(let value):
+            issuance = value
+        }
+        let user = issuance.user
+        let granted = scopes.filter { !issuance.declined.contains($0.lowercased()) }
         let homeTenant = user.tenantID.lowercased()
         let tokenTenant: String
         switch tenant {
         case .multi: tokenTenant = homeTenant
         case .single(let id): tokenTenant = id
         }
-        let objectID = tokenTenant == homeTenant ? user.objectID.lowercased() : TokenMint.guestObjectID(user: user, tenantID: tokenTenant)
+        let objectID = tokenTenant == homeTenant
+            ? user.objectID.lowercased()
+            : issuance.guestObjectID ?? TokenMint.guestObjectID(user: user, tenantID: tokenTenant)
         var body: [String: JSONValue] = [
             "token_type": .string("Bearer"),
-            "scope": .string(scopes.joined(separator: " ")),
-            "expires_in": .number(lifetime.rounded()),
-            "ext_expires_in": .number(lifetime.rounded()),
+            "scope": .string(granted.joined(separator: " ")),
+            "expires_in": .number(issuance.lifetime.rounded()),
+            "ext_expires_in": .number((issuance.extendedLifetime ?? issuance.lifetime).rounded()),
             "access_token": .string(TokenMint.randomToken(bytes: 48)),
         ]
-        if scopes.contains("openid") {
+        if let refreshIn = issuance.refreshIn { body["refresh_in"] = .number(refreshIn.rounded()) }
+        if let family = issuance.familyID { body["foci"] = .string(family) }
+        if granted.contains("openid") {
             let issued = now.timeIntervalSince1970.rounded(.down)
             var claims: [String: JSONValue] = [
                 "iss": .string("\(context.base)/\(tokenTenant)/v2.0"),
@@ -443,14 +548,15 @@ extension LocalIdentityProvider {
             if let nonce { claims["nonce"] = .string(nonce) }
             body["id_token"] = .string(TokenMint.unsignedJWT(claims))
         }
-        if scopes.contains("offline_access") {
+        if granted.contains("offline_access") {
             let refreshToken = TokenMint.randomToken(bytes: 64)
             state.withLock { state in
                 state.refreshGrants[refreshToken] = ProviderState.RefreshGrant(
-                    username: username, clientID: clientID, scopes: scopes, issuedAt: now,
-                    expiresAt: now.addingTimeInterval(refreshLifetime), revoked: false)
+                    username: username, clientID: clientID, scopes: granted, issuedAt: now,
+                    expiresAt: now.addingTimeInterval(issuance.refreshLifetime), revoked: false, familyID: issuance.familyID)
             }
             body["refresh_token"] = .string(refreshToken)
+            notifyStateChange()
         }
         if wantsClientInfo {
             body["client_info"] = .string(ClientInfo(uniqueID: user.objectID.lowercased(), uniqueTenantID: homeTenant).encoded)
@@ -463,6 +569,11 @@ extension LocalIdentityProvider {
 
     // MARK: - The device login page
 
+    /// The username the device login page offers: ``defaultUsername``, or empty.
+    private var browserDefaultUsername: String {
+        defaultUsername ?? ""
+    }
+
     private func deviceLoginPage(message: String?, status: Int) -> HTTPServerResponse {
         let note = message.map { "<p>\(TokenMint.htmlEscaped($0))</p>" } ?? ""
         return .html("""
@@ -471,7 +582,7 @@ extension LocalIdentityProvider {
             <body><h1>Enter code</h1>\(note)
             <form method="post" action="/devicelogin">
             <label>Code <input name="user_code" autofocus></label>
-            <label>Username <input name="username" value="\(TokenMint.htmlEscaped(LocalIdentityProvider.demoUser.username))"></label>
+            <label>Username <input name="username" value="\(TokenMint.htmlEscaped(browserDefaultUsername))"></label>
             <button name="action" value="approve">Sign in</button>
             <button name="action" value="deny">Decline</button>
             </form></body></html>
@@ -486,7 +597,7 @@ extension LocalIdentityProvider {
                 try denyDeviceCode(userCode: userCode)
                 return deviceLoginPage(message: "You declined the sign-in. You can close this window.", status: 200)
             }
-            try approveDeviceCode(userCode: userCode, as: form["username"] ?? LocalIdentityProvider.demoUser.username)
+            try approveDeviceCode(userCode: userCode, as: form["username"] ?? browserDefaultUsername)
             return deviceLoginPage(message: "You have signed in. You can close this window.", status: 200)
         } catch {
             return deviceLoginPage(message: error.message, status: 400)

@@ -53,27 +53,78 @@ public final class LocalIdentityProvider: Sendable {
         }
     }
 
-    /// One request received at a token endpoint or the authorize endpoint, kept for assertions.
+    /// One request the provider received, kept for assertions and the control API's log.
+    ///
+    /// Every request to an Entra endpoint is recorded, in the order received; requests to the
+    /// control API (`/_control/…`) are not.
     public struct RecordedRequest: Sendable, Hashable {
-        /// The HTTP method: `POST` at the token endpoint, `GET` at the authorize endpoint.
+        /// Which of Entra's endpoints a request went to, from its path.
+        public enum Endpoint: String, Sendable, Hashable, CaseIterable {
+            /// `GET /{tenant}/v2.0/.well-known/openid-configuration` (OpenID Connect Discovery 1.0 §4).
+            case openIDConfiguration = "openid-configuration"
+            /// `GET /common/discovery/instance` (Entra instance discovery).
+            case instanceDiscovery = "instance-discovery"
+            /// `GET /{tenant}/discovery/v2.0/keys` (the JWK set).
+            case keys
+            /// `POST /{tenant}/oauth2/v2.0/devicecode` (RFC 8628 §3.1).
+            case deviceCode = "devicecode"
+            /// `GET /{tenant}/oauth2/v2.0/authorize` (RFC 6749 §4.1.1).
+            case authorize
+            /// `POST /{tenant}/oauth2/v2.0/token` (RFC 6749 §3.2).
+            case token
+            /// `GET`/`POST /devicelogin`, the page where a person enters a user code.
+            case deviceLogin = "devicelogin"
+            /// Any other path (answered 404).
+            case other
+        }
+
+        /// The HTTP method, e.g. `POST` at the token endpoint, `GET` at the authorize endpoint.
         public var method: String
         /// The percent-decoded path, e.g. `/common/oauth2/v2.0/token`.
         public var path: String
-        /// The `grant_type` form parameter, if sent; `nil` for authorize requests.
+        /// The `grant_type` form parameter, if sent; `nil` for requests other than token requests.
         public var grantType: String?
-        /// All form parameters of the body; for an authorize request, the query parameters.
-        /// Contains secrets (device codes, refresh tokens, code challenges): tests only.
+        /// For a `POST`, the form parameters of the body; otherwise the query parameters.
+        /// Contains secrets (device codes, refresh tokens, code verifiers): see ``redacted()``.
         public var formParameters: [String: String]
         /// The request headers, names lowercased.
         public var headers: [String: String]
+        /// The endpoint the path names.
+        public var endpoint: Endpoint
+        /// When the request arrived, from the provider's ``WallClock``.
+        public var receivedAt: Date
 
         /// Creates a record.
-        public init(method: String, path: String, grantType: String?, formParameters: [String: String], headers: [String: String]) {
+        public init(
+            method: String, path: String, grantType: String?, formParameters: [String: String], headers: [String: String],
+            endpoint: Endpoint = .other, receivedAt: Date = Date(timeIntervalSince1970: 0)
+        ) {
             self.method = method
             self.path = path
             self.grantType = grantType
             self.formParameters = formParameters
             self.headers = headers
+            self.endpoint = endpoint
+            self.receivedAt = receivedAt
+        }
+
+        /// Parameters whose values are secrets: codes, tokens, verifiers, assertions, passwords.
+        public static let secretParameters: Set<String> = [
+            "code", "code_verifier", "code_challenge", "device_code", "refresh_token", "access_token", "id_token",
+            "client_secret", "client_assertion", "assertion", "password",
+        ]
+
+        /// Headers whose values are secrets.
+        public static let secretHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+        /// This record with the value of every parameter in ``secretParameters`` and every header
+        /// in ``secretHeaders`` replaced by `<redacted>`, as the control API's log shows it (a
+        /// log must never carry a token or a code, as MSAL's logging rules say).
+        public func redacted() -> RecordedRequest {
+            var copy = self
+            for key in copy.formParameters.keys where Self.secretParameters.contains(key) { copy.formParameters[key] = "<redacted>" }
+            for key in copy.headers.keys where Self.secretHeaders.contains(key) { copy.headers[key] = "<redacted>" }
+            return copy
         }
     }
 
@@ -112,18 +163,21 @@ public final class LocalIdentityProvider: Sendable {
     let logger: Logger
     let state: Mutex<ProviderState>
     private let server = Mutex<LoopbackHTTPServer?>(nil)
+    let stateChangeHandler = Mutex<(@Sendable () -> Void)?>(nil)
 
-    /// Creates a provider with ``demoUser`` and the domain `contoso.example` → ``demoTenantID``.
-    /// Nothing listens until ``start()``.
+    /// Creates a provider with these users (by default ``demoUser``, whose domain
+    /// `contoso.example` maps to ``demoTenantID``). Nothing listens until ``start(port:)``.
     /// - Parameters:
     ///   - clock: the source of "now" for token lifetimes, ID token claims and device-code expiry.
     ///   - logger: receives one debug line per request (method, path, status).
-    public init(clock: any WallClock = SystemWallClock(), logger: Logger = .none) {
+    ///   - users: the users who can sign in; the first is ``defaultUsername``. Each brings its
+    ///     home tenant and domain, as ``addUser(_:)`` says.
+    public init(clock: any WallClock = SystemWallClock(), logger: Logger = .none, users: [User] = [LocalIdentityProvider.demoUser]) {
         self.clock = clock
         self.logger = logger
         var initial = ProviderState()
-        initial.domains[LocalIdentityProvider.demoTenantDomain] = LocalIdentityProvider.demoTenantID
-        initial.add(LocalIdentityProvider.demoUser)
+        for user in users { initial.add(user) }
+        initial.defaultUsername = users.first?.username.lowercased()
         state = Mutex(initial)
     }
 
@@ -131,13 +185,16 @@ public final class LocalIdentityProvider: Sendable {
         stop()
     }
 
-    /// Starts serving on `127.0.0.1` at a port the system chooses. Calling it while running does
-    /// nothing; after ``stop()`` it starts again on a new port, keeping users and tokens.
-    /// - Throws: ``MSALError`` `.internal(.networkError)` when the socket cannot be bound.
-    public func start() throws(MSALError) {
+    /// Starts serving on `127.0.0.1`. Calling it while running does nothing; after ``stop()`` it
+    /// starts again (on a new port when `port` is 0), keeping users and tokens.
+    /// - Parameter port: the TCP port; 0 (the default) lets the system choose one, read it from
+    ///   ``baseURL``.
+    /// - Throws: ``MSALError`` `.internal(.networkError)` when the socket cannot be bound (the
+    ///   port is in use).
+    public func start(port: UInt16 = 0) throws(MSALError) {
         try server.withLock { (server: inout LoopbackHTTPServer?) throws(MSALError) in
             if server != nil { return }
-            let http = LoopbackHTTPServer(readTimeout: 10) { [weak self] request in
+            let http = LoopbackHTTPServer(port: port, readTimeout: 10) { [weak self] request in
                 guard let self else { return .text("The identity provider is gone.\n", status: 503) }
                 return self.handle(request)
             }
@@ -175,6 +232,7 @@ public final class LocalIdentityProvider: Sendable {
     /// and the domain after `@` in its username maps to that tenant unless already mapped.
     public func addUser(_ user: User) {
         state.withLock { $0.add(user) }
+        notifyStateChange()
     }
 
     /// Maps a domain (e.g. `fabrikam.example`) to a tenant ID, which becomes known.
@@ -252,7 +310,7 @@ public final class LocalIdentityProvider: Sendable {
     }
 
     /// Makes the next `count` token-endpoint responses fail as `failure` (queued after failures
-    /// already waiting). The requests are still recorded in ``tokenRequests``.
+    /// already waiting). The requests are still recorded in ``tokenRequests`` and ``requests``.
     public func failNextTokenRequests(with failure: Failure, count: Int = 1) {
         guard count > 0 else { return }
         state.withLock { $0.failures.append(contentsOf: repeatElement(failure, count: count)) }
@@ -267,11 +325,12 @@ public final class LocalIdentityProvider: Sendable {
                 state.refreshGrants[token]?.revoked = true
             }
         }
+        notifyStateChange()
     }
 
     /// Every request received at a token endpoint, oldest first.
     public var tokenRequests: [RecordedRequest] {
-        state.withLock { $0.tokenRequests }
+        state.withLock { $0.requests.filter { $0.endpoint == .token } }
     }
 
     /// Makes instance discovery (`GET /common/discovery/instance`) know another cloud, as Entra
@@ -327,6 +386,8 @@ struct ProviderState {
         var issuedAt: Date
         var expiresAt: Date
         var revoked: Bool
+        /// The family (`foci`) the token was issued in; any client of the family may redeem it.
+        var familyID: String? = nil
     }
 
     /// An authorization code issued by the authorize endpoint (RFC 6749 §4.1.2), waiting for the
@@ -354,8 +415,8 @@ struct ProviderState {
     var deviceAuthorizations: [String: DeviceAuthorization] = [:]
     var refreshGrants: [String: RefreshGrant] = [:]
     var failures: [LocalIdentityProvider.Failure] = []
-    var tokenRequests: [LocalIdentityProvider.RecordedRequest] = []
-    var authorizeRequests: [LocalIdentityProvider.RecordedRequest] = []
+    /// Every request to an Entra endpoint, oldest first.
+    var requests: [LocalIdentityProvider.RecordedRequest] = []
     var authorizationCodes: [String: AuthorizationCodeGrant] = [:]
     var authorizationCodeLifetime: TimeInterval = 600
     var registeredRedirectURIs: Set<String> = []
@@ -367,6 +428,22 @@ struct ProviderState {
     /// Clouds instance discovery knows besides the provider's own host.
     var instanceMetadata: [InstanceMetadata] = []
     var instanceDiscoveryRequestCount = 0
+    /// The user a person signs in as when nothing says who, lowercased.
+    var defaultUsername: String?
+    /// Family of client IDs: client ID (lowercased) → family ID.
+    var families: [String: String] = [:]
+    /// Registered client IDs, lowercased; when empty, every client ID is accepted.
+    var registeredClients: Set<String> = []
+    /// Guest accounts: username (lowercased) → tenant ID (lowercased) → guest object ID.
+    var guests: [String: [String: String]] = [:]
+    var guestsMustBeInvited = false
+    /// Scopes always left out of `scope`, lowercased.
+    var declinedScopes: Set<String> = []
+    /// Scopes left out of the next successful token responses, one entry per response.
+    var declinedScopesOnce: [Set<String>] = []
+    var refreshIn: TimeInterval?
+    var extendedExpiresIn: TimeInterval?
+    var controlAPIEnabled = false
 
     /// One `metadata` entry of an instance discovery answer; hosts lowercased.
     struct InstanceMetadata {
