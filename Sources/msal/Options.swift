@@ -29,14 +29,17 @@ struct Options {
     var loginHint: String?
     var noBrowser = false
     var timeout: TimeInterval?
+    /// The arguments after a command that parses its own (`dev-provider`).
+    var commandArguments: [String] = []
 
-    static let commands = ["login", "token", "accounts", "logout", "demo", "help"]
+    static let commands = ["login", "token", "accounts", "logout", "demo", "dev-provider", "help"]
 
     /// Parses the arguments after the program name; environment fallbacks come from `environment`.
     static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Options {
         guard let command = arguments.first else { throw UsageError(message: "missing command") }
         if command == "--help" || command == "-h" { return Options(command: "help") }
         guard commands.contains(command) else { throw UsageError(message: "unknown command '\(command)'") }
+        if command == "dev-provider" { return Options(command: command, commandArguments: Array(arguments.dropFirst())) }
         var options = Options(command: command)
         var index = 1
         func value(for flag: String) throws(UsageError) -> String {
@@ -126,6 +129,7 @@ struct Options {
       accounts              list the signed-in accounts
       logout                remove an account and its tokens from the cache
       demo                  run the whole flow against a local Entra-compatible provider
+      dev-provider          serve the local Entra-compatible provider until stopped ('msal dev-provider --help')
 
     options:
       --authority URL             authority (env MSAL_AUTHORITY; default https://login.microsoftonline.com/common)

@@ -24,6 +24,8 @@ enum Tool {
                 Console.out(Options.usage)
             case "demo":
                 try await Demo.run(output: options.output)
+            case "dev-provider":
+                try await DevProvider.run(arguments: options.commandArguments)
             default:
                 try await run(options)
             }
