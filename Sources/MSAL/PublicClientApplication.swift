@@ -21,6 +21,7 @@ public final class PublicClientApplication: Sendable {
     let discovery: OpenIDConfigurationCache
     let client: OAuth2Client
     let refreshes = RefreshCoordinator()
+    let throttler: Throttler
     let redirectURI: RedirectURI
     let pendingAuthorizations = PendingAuthorizations()
 
@@ -37,7 +38,10 @@ public final class PublicClientApplication: Sendable {
         self.configuration = configuration
         self.cache = TokenCache(store: configuration.cacheStore, logger: configuration.logger)
         self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
-        self.client = OAuth2Client(transport: configuration.transport, logger: configuration.logger)
+        let retrying = RetryingTransport(
+            configuration.transport, policy: configuration.retryPolicy, logger: configuration.logger, sleep: configuration.sleep)
+        self.client = OAuth2Client(transport: retrying, logger: configuration.logger, clock: configuration.clock)
+        self.throttler = Throttler(clock: configuration.clock)
     }
 
     var logger: Logger { configuration.logger }
@@ -212,13 +216,24 @@ public final class PublicClientApplication: Sendable {
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
         logger.info("redeeming the refresh token at \(authority.environment), correlation \(correlationID)")
         let response: TokenResponse
+        let key = ThrottleKey(clientID: configuration.clientID, authority: authority, scopes: scopes, homeAccountId: account.identifier)
+        let client = self.client
+        let clientID = configuration.clientID
+        let parameters = protocolParameters(for: authority).merging(extraParameters) { _, app in app }
         do {
-            response = try await client.redeemRefreshToken(
-                tokenEndpoint: openID.tokenEndpoint, clientID: configuration.clientID,
-                refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
-                extraParameters: protocolParameters(for: authority).merging(extraParameters) { _, app in app },
-                correlationID: correlationID)
+            // Throttled keys (429/503 Retry-After, 5xx, a refresh token just rejected) fail here
+            // without a request; failures are recorded for the next call.
+            response = try await throttler.perform(key, grantType: "refresh_token") { () async throws(MSALError) -> TokenResponse in
+                try await client.redeemRefreshToken(
+                    tokenEndpoint: openID.tokenEndpoint, clientID: clientID,
+                    refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
+                    extraParameters: parameters, correlationID: correlationID)
+            }
         } catch {
+            if error.oauthError == "invalid_grant", error.subError == "bad_token" {
+                // The provider says this refresh token is unusable: forget it (as MSAL for iOS/macOS does).
+                try? cache.remove([CacheEntryRemoval(kind: .refreshToken, key: refreshToken.key)])
+            }
             throw Self.refreshFailure(error, correlationID: correlationID)
         }
         return try await handle(
@@ -228,10 +243,26 @@ public final class PublicClientApplication: Sendable {
                 expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
     }
 
-    /// A refresh the provider refused is `interactionRequired`: an OAuth error the network layer
-    /// already classified so (`invalid_grant`, ...), or a 400/401 whose body is empty or not JSON
-    /// (Glewlwyd answers a revoked refresh token with HTTP 400 and an empty body).
+    /// A refresh the provider refused is `interactionRequired`: any OAuth error in a 4xx answer but
+    /// `invalid_scope`, `invalid_client` and `unauthorized_client` (which stay `serverError`: the
+    /// app's registration is at fault), with the `protection_policy_required` suberror as
+    /// `serverProtectionPoliciesRequired`; or a 400/401 whose body is empty or not JSON (Glewlwyd
+    /// answers a revoked refresh token with HTTP 400 and an empty body).
     static func refreshFailure(_ error: MSALError, correlationID: String) -> MSALError {
+        // Entra's error model (MSAL for iOS/macOS, MSAL.NET): a refresh answered with an OAuth error
+        // in a 4xx means the user must act, except for errors of the app's own registration.
+        if let oauthError = error.oauthError, let status = error.httpStatusCode, (400..<500).contains(status), status != 429 {
+            var mapped = error
+            if error.subError == "protection_policy_required" {
+                mapped.code = .serverProtectionPoliciesRequired
+            } else if ["invalid_scope", "invalid_client", "unauthorized_client"].contains(oauthError) {
+                return error.filling(correlationID: correlationID)
+            } else {
+                mapped.code = .interactionRequired
+            }
+            mapped.internalCode = nil
+            return mapped.filling(correlationID: correlationID)
+        }
         if error.code == .serverError, error.internalCode == .invalidResponse,
            let status = error.httpStatusCode, status == 400 || status == 401 {
             var mapped = error
