@@ -155,17 +155,27 @@ public final class PublicClientApplication: Sendable {
             clientID: configuration.clientID, scopes: scopes)
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
-            expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: parameters.forceRefresh)
+            expirationBuffer: configuration.tokenExpirationBuffer,
+            forceRefresh: parameters.forceRefresh || parameters.claims != nil)
+        let claims = try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities)
+        var requestParameters = parameters.extraQueryParameters
+        if let claims { requestParameters["claims"] = claims }
+        let extraParameters = requestParameters
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
             return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
         }
 
-        let key = [account.identifier.lowercased(), environment, realm.lowercased(), scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : ""].joined(separator: "|")
+        // Every input that changes the request is in the key, so calls that differ never share a result.
+        let key = [
+            configuration.clientID, authority.url.absoluteString.lowercased(), account.identifier.lowercased(),
+            scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : "",
+            extraParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"),
+        ].joined(separator: "|")
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
             await refreshResult(
                 account: account, authority: authority, realm: realm, scopes: scopes,
-                extraParameters: parameters.extraQueryParameters, correlationID: correlationID)
+                extraParameters: extraParameters, correlationID: correlationID)
         }
         let refreshed: Result<AuthenticationResult, MSALError>
         do {
@@ -177,9 +187,15 @@ public final class PublicClientApplication: Sendable {
         case .success(let result):
             return result
         case .failure(let error):
-            if decision == .refreshOrUseCached, let cached, error.code != .interactionRequired {
+            if decision == .refreshOrUseCached, let cached {
+                // MSAL: a failed proactive refresh, for whatever reason, leaves the valid token usable.
                 logger.warning("proactive refresh failed (\(error.codeString)); serving the cached token")
                 return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
+            }
+            if configuration.extendedLifetimeEnabled, Self.isOutage(error), let cached,
+               let extended = cached.extendedExpiresOn, extended > configuration.clock.now() {
+                logger.warning("the provider is unavailable (\(error.codeString)); serving the cached token within its extended lifetime")
+                return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID, isExtendedLifetimeToken: true)
             }
             throw error
         }
@@ -322,14 +338,48 @@ public final class PublicClientApplication: Sendable {
 
     /// The result for a cache hit. The account comes fresh from the cache; the ID token and its
     /// claims are those of the account's profile in the token's tenant (decoded once, there).
-    private func cachedResult(_ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String) throws(MSALError) -> AuthenticationResult {
+    private func cachedResult(
+        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
+    ) throws(MSALError) -> AuthenticationResult {
         let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
         let claims = current.tenantProfiles.first { $0.tenantID.lowercased() == entry.realm.lowercased() }?.claims
         return AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
             scopes: entry.scopes.scopes, account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
-            correlationID: correlationID, tokenSource: .cache, authority: authority)
+            correlationID: correlationID, tokenSource: .cache, authority: authority,
+            isExtendedLifetimeToken: isExtendedLifetimeToken)
+    }
+
+    /// Whether the provider was unavailable rather than refusing: a 5xx, a timeout, a network error.
+    static func isOutage(_ error: MSALError) -> Bool {
+        if error.code == .serverError, let status = error.httpStatusCode, status >= 500 { return true }
+        return error.internalCode == .timeout || error.internalCode == .networkError
+    }
+
+    /// The `claims` request parameter: the app's claims request with the client capabilities
+    /// merged in as `access_token.xms_cc.values` (MSAL for iOS/macOS), or `nil` when neither is set.
+    /// - Throws: `.internal(.invalidParameter)` when `requested` is not a JSON object.
+    static func claimsParameter(requested: String?, capabilities: [String]) throws(MSALError) -> String? {
+        guard requested != nil || !capabilities.isEmpty else { return nil }
+        var object: [String: JSONValue] = [:]
+        if let requested {
+            guard let parsed = try? JSONDecoder().decode([String: JSONValue].self, from: Data(requested.utf8)) else {
+                throw .internal(.invalidParameter, "The claims request is not a JSON object (OpenID Connect Core §5.5).")
+            }
+            object = parsed
+        }
+        if !capabilities.isEmpty {
+            var accessToken = object["access_token"]?.objectValue ?? [:]
+            accessToken["xms_cc"] = .object(["values": .array(capabilities.map(JSONValue.string))])
+            object["access_token"] = .object(accessToken)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(object) else {
+            throw .internal(.unexpected, "The claims request could not be encoded.")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     // MARK: - Accounts
