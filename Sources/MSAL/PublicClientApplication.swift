@@ -221,42 +221,76 @@ public final class PublicClientApplication: Sendable {
         account: Account, authority: Authority, realm: String, scopes: ScopeSet,
         extraParameters: [String: String], correlationID: String
     ) async throws(MSALError) -> AuthenticationResult {
-        guard let refreshToken = try cache.refreshToken(
-            homeAccountID: account.identifier, environment: authority.environment, clientID: configuration.clientID)
-        else {
+        let environment = authority.environment
+        let candidates = try refreshTokenCandidates(homeAccountID: account.identifier, environment: environment)
+        guard !candidates.isEmpty else {
             throw MSALError(
                 .interactionRequired,
                 message: "No refresh token is cached for this account and client; sign in interactively.",
                 correlationID: correlationID)
         }
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
-        logger.info("redeeming the refresh token at \(authority.environment), correlation \(correlationID)")
-        let response: TokenResponse
         let key = ThrottleKey(clientID: configuration.clientID, authority: authority, scopes: scopes, homeAccountId: account.identifier)
         let client = self.client
         let clientID = configuration.clientID
         let parameters = protocolParameters(for: authority).merging(extraParameters) { _, app in app }
-        do {
-            // Throttled keys (429/503 Retry-After, 5xx, a refresh token just rejected) fail here
-            // without a request; failures are recorded for the next call.
-            response = try await throttler.perform(key, grantType: "refresh_token") { () async throws(MSALError) -> TokenResponse in
-                try await client.redeemRefreshToken(
-                    tokenEndpoint: openID.tokenEndpoint, clientID: clientID,
-                    refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
-                    extraParameters: parameters, correlationID: correlationID)
+        var response: TokenResponse?
+        var lastError: MSALError?
+        for (index, refreshToken) in candidates.enumerated() {
+            logger.info("redeeming the \(refreshToken.familyID == nil ? "app's" : "family") refresh token at \(environment), correlation \(correlationID)")
+            do {
+                // Throttled keys (429/503 Retry-After, 5xx, a refresh token just rejected) fail here
+                // without a request; failures are recorded for the next call.
+                response = try await throttler.perform(key, grantType: "refresh_token") { () async throws(MSALError) -> TokenResponse in
+                    try await client.redeemRefreshToken(
+                        tokenEndpoint: openID.tokenEndpoint, clientID: clientID,
+                        refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
+                        extraParameters: parameters, correlationID: correlationID)
+                }
+                break
+            } catch {
+                lastError = error
+                if error.oauthError == "invalid_grant", error.subError == "bad_token" {
+                    // The provider says this refresh token is unusable: forget it (as MSAL for iOS/macOS does).
+                    try? cache.remove([CacheEntryRemoval(kind: .refreshToken, key: refreshToken.key)])
+                }
+                guard refreshToken.familyID != nil, index < candidates.count - 1 || error.subError == "client_mismatch" else { break }
+                if error.subError == "client_mismatch" {
+                    // The app is not (or no longer) in the family: remember it, as MSAL does, and
+                    // use its own refresh token from now on.
+                    try? cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
+                                    appMetadata: AppMetadataEntry(clientID: clientID, environment: environment, familyID: ""))
+                }
+                // A family refresh token failed: the app's own refresh token is the fallback.
+                await throttler.clear(homeAccountId: account.identifier)
             }
-        } catch {
-            if error.oauthError == "invalid_grant", error.subError == "bad_token" {
-                // The provider says this refresh token is unusable: forget it (as MSAL for iOS/macOS does).
-                try? cache.remove([CacheEntryRemoval(kind: .refreshToken, key: refreshToken.key)])
-            }
-            throw Self.refreshFailure(error, correlationID: correlationID)
+        }
+        guard let response else {
+            throw Self.refreshFailure(lastError ?? MSALError.internal(.unexpected, "No refresh was attempted."), correlationID: correlationID)
         }
         return try await handle(
             response,
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
                 expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
+    }
+
+    /// The refresh tokens to try for an account, in order: the family refresh token (FOCI, family
+    /// `1`) first when the app is in the family or its membership is unknown (no app metadata yet),
+    /// then the app's own. Source: MSAL for iOS/macOS `MSIDDefaultTokenCacheAccessor` family lookup.
+    func refreshTokenCandidates(homeAccountID: String, environment: String) throws(MSALError) -> [RefreshTokenEntry] {
+        let clientID = configuration.clientID
+        var candidates: [RefreshTokenEntry] = []
+        let metadata = try cache.appMetadata(clientID: clientID, environment: environment)
+        if metadata == nil || metadata?.familyID == "1",
+           let family = try cache.familyRefreshToken(homeAccountID: homeAccountID, environment: environment, familyID: "1") {
+            candidates.append(family)
+        }
+        if let own = try cache.refreshToken(homeAccountID: homeAccountID, environment: environment, clientID: clientID),
+           !candidates.contains(where: { $0.key == own.key }) {
+            candidates.append(own)
+        }
+        return candidates
     }
 
     /// A refresh the provider refused is `interactionRequired`: any OAuth error in a 4xx answer but
@@ -384,8 +418,9 @@ public final class PublicClientApplication: Sendable {
 
     // MARK: - Accounts
 
-    /// Every account this application has a refresh token for in the cache (shared stores may hold
-    /// other apps' accounts, which are not returned), each with its tenant profiles.
+    /// Every account this application has a refresh token for in the cache, its own or its
+    /// family's (FOCI), each with its tenant profiles (shared stores may hold other apps' accounts,
+    /// which are not returned).
     ///
     /// - Returns: the accounts, sorted by username then identifier.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
@@ -397,7 +432,7 @@ public final class PublicClientApplication: Sendable {
         var accounts: [Account] = []
         for entries in groups.values {
             let first = entries[0]
-            guard try cache.refreshToken(homeAccountID: first.homeAccountID, environment: first.environment, clientID: configuration.clientID) != nil else { continue }
+            guard try !refreshTokenCandidates(homeAccountID: first.homeAccountID, environment: first.environment).isEmpty else { continue }
             accounts.append(try makeAccount(entries))
         }
         return accounts.sorted { ($0.username ?? "", $0.identifier) < ($1.username ?? "", $1.identifier) }
