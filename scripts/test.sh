@@ -8,6 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/install-deps.sh --test
 scripts/glewlwyd.sh install
 scripts/install-browser-test-deps.sh
+scripts/interop/install.sh
 
 swift build --build-tests
 
@@ -19,6 +20,8 @@ set -a
 set +a
 # The Glewlwyd suites fail instead of skipping when this is set and the provider is missing.
 export MSAL_GLEWLWYD_REQUIRED=1
+# The MSAL Python interoperability suites fail instead of skipping when the venv is missing.
+export MSAL_INTEROP_REQUIRED=1
 
 swift_status=0
 swift test --skip-build || swift_status=$?

@@ -37,12 +37,17 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     public let tokenSource: TokenSource
     /// The authority the token was requested from.
     public let authority: Authority
+    /// Whether this is a cached access token past its expiry but within its extended lifetime
+    /// (`ext_expires_in`), served because the provider is unavailable
+    /// (``PublicClientApplicationConfiguration/extendedLifetimeEnabled``). MSAL for iOS/macOS
+    /// `MSALResult.extendedLifeTimeToken`.
+    public let isExtendedLifetimeToken: Bool
 
     /// Creates a result.
     public init(
         accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account,
         tenantID: String, idToken: String?, idTokenClaims: IDTokenClaims?, correlationID: String,
-        tokenSource: TokenSource, authority: Authority
+        tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
         self.accessToken = accessToken
         self.tokenType = tokenType
@@ -55,6 +60,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         self.correlationID = correlationID
         self.tokenSource = tokenSource
         self.authority = authority
+        self.isExtendedLifetimeToken = isExtendedLifetimeToken
     }
 
     /// A summary without the tokens.

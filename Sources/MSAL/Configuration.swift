@@ -36,6 +36,19 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// The app's reverse-DNS application ID (its desktop-file ID, e.g. `com.contoso.App`), which
     /// `msauth.<applicationID>://auth` redirect URIs must name. `nil` when the app has none.
     public var applicationID: String?
+    /// When the provider is unavailable (a 5xx, a timeout, a network error) during a silent
+    /// refresh, serve the cached access token until its extended expiry (`ext_expires_in`) and mark
+    /// the result ``AuthenticationResult/isExtendedLifetimeToken``. Default `false` (MSAL for
+    /// iOS/macOS `extendedLifetimeEnabled`).
+    public var extendedLifetimeEnabled: Bool
+    /// Capabilities of this client sent with every token request as the `xms_cc` claims request
+    /// (e.g. `["cp1"]`: the app handles claims challenges of Continuous Access Evaluation).
+    /// MSAL for iOS/macOS `clientApplicationCapabilities`.
+    public var clientCapabilities: [String]
+    /// How requests to the token endpoint are retried: once after 1 s on a 5xx without
+    /// `Retry-After`, a timeout or a network error (MSAL.NET's policy). `RetryPolicy(maxRetries: 0)`
+    /// turns retrying off.
+    public var retryPolicy: RetryPolicy
     /// How the device-code flow waits between polls; replaceable so tests do not sleep.
     /// Receives seconds. Default: `Task.sleep`.
     public var sleep: @Sendable (TimeInterval) async throws -> Void
@@ -55,6 +68,9 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.cacheStore = cacheStore
         self.redirectURI = "http://localhost"
         self.applicationID = nil
+        self.retryPolicy = .default
+        self.extendedLifetimeEnabled = false
+        self.clientCapabilities = []
         self.tokenExpirationBuffer = 300
         self.allowedClockSkew = 300
         self.clock = SystemWallClock()

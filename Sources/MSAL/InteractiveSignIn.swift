@@ -82,7 +82,7 @@ extension PublicClientApplication {
             prompt: parameters.promptType,
             loginHint: parameters.loginHint ?? parameters.account?.username,
             domainHint: parameters.domainHint,
-            claims: parameters.claims,
+            claims: try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities),
             includeClientInfo: authority.type == .aad,
             extraQueryParameters: parameters.extraQueryParameters)
         let flow = AuthorizationCodeFlow(client: client, browser: parameters.browser, logger: logger)

@@ -38,6 +38,10 @@ public struct SilentTokenParameters: Sendable {
     public var authority: Authority?
     /// Skip the cached access token and redeem the refresh token. Default `false`.
     public var forceRefresh: Bool
+    /// A claims request (OpenID Connect Core §5.5), typically from a resource's claims challenge
+    /// (`WWW-Authenticate: ... claims="..."`, base64-decoded). When set, the cached access token is
+    /// skipped and the refresh carries it.
+    public var claims: String?
     /// Extra parameters sent to the token endpoint when a refresh is needed.
     public var extraQueryParameters: [String: String]
     /// The correlation ID sent as `client-request-id`; a new UUID when `nil`.
@@ -56,6 +60,7 @@ public struct SilentTokenParameters: Sendable {
         self.account = account
         self.authority = authority
         self.forceRefresh = forceRefresh
+        self.claims = nil
         self.extraQueryParameters = extraQueryParameters
         self.correlationID = correlationID
     }

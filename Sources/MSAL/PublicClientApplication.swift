@@ -21,6 +21,7 @@ public final class PublicClientApplication: Sendable {
     let discovery: OpenIDConfigurationCache
     let client: OAuth2Client
     let refreshes = RefreshCoordinator()
+    let throttler: Throttler
     let redirectURI: RedirectURI
     let pendingAuthorizations = PendingAuthorizations()
 
@@ -37,7 +38,10 @@ public final class PublicClientApplication: Sendable {
         self.configuration = configuration
         self.cache = TokenCache(store: configuration.cacheStore, logger: configuration.logger)
         self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
-        self.client = OAuth2Client(transport: configuration.transport, logger: configuration.logger)
+        let retrying = RetryingTransport(
+            configuration.transport, policy: configuration.retryPolicy, logger: configuration.logger, sleep: configuration.sleep)
+        self.client = OAuth2Client(transport: retrying, logger: configuration.logger, clock: configuration.clock)
+        self.throttler = Throttler(clock: configuration.clock)
     }
 
     var logger: Logger { configuration.logger }
@@ -151,17 +155,27 @@ public final class PublicClientApplication: Sendable {
             clientID: configuration.clientID, scopes: scopes)
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
-            expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: parameters.forceRefresh)
+            expirationBuffer: configuration.tokenExpirationBuffer,
+            forceRefresh: parameters.forceRefresh || parameters.claims != nil)
+        let claims = try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities)
+        var requestParameters = parameters.extraQueryParameters
+        if let claims { requestParameters["claims"] = claims }
+        let extraParameters = requestParameters
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
             return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
         }
 
-        let key = [account.identifier.lowercased(), environment, realm.lowercased(), scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : ""].joined(separator: "|")
+        // Every input that changes the request is in the key, so calls that differ never share a result.
+        let key = [
+            configuration.clientID, authority.url.absoluteString.lowercased(), account.identifier.lowercased(),
+            scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : "",
+            extraParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"),
+        ].joined(separator: "|")
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
             await refreshResult(
                 account: account, authority: authority, realm: realm, scopes: scopes,
-                extraParameters: parameters.extraQueryParameters, correlationID: correlationID)
+                extraParameters: extraParameters, correlationID: correlationID)
         }
         let refreshed: Result<AuthenticationResult, MSALError>
         do {
@@ -173,9 +187,15 @@ public final class PublicClientApplication: Sendable {
         case .success(let result):
             return result
         case .failure(let error):
-            if decision == .refreshOrUseCached, let cached, error.code != .interactionRequired {
+            if decision == .refreshOrUseCached, let cached {
+                // MSAL: a failed proactive refresh, for whatever reason, leaves the valid token usable.
                 logger.warning("proactive refresh failed (\(error.codeString)); serving the cached token")
                 return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
+            }
+            if configuration.extendedLifetimeEnabled, Self.isOutage(error), let cached,
+               let extended = cached.extendedExpiresOn, extended > configuration.clock.now() {
+                logger.warning("the provider is unavailable (\(error.codeString)); serving the cached token within its extended lifetime")
+                return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID, isExtendedLifetimeToken: true)
             }
             throw error
         }
@@ -201,25 +221,52 @@ public final class PublicClientApplication: Sendable {
         account: Account, authority: Authority, realm: String, scopes: ScopeSet,
         extraParameters: [String: String], correlationID: String
     ) async throws(MSALError) -> AuthenticationResult {
-        guard let refreshToken = try cache.refreshToken(
-            homeAccountID: account.identifier, environment: authority.environment, clientID: configuration.clientID)
-        else {
+        let environment = authority.environment
+        let candidates = try refreshTokenCandidates(homeAccountID: account.identifier, environment: environment)
+        guard !candidates.isEmpty else {
             throw MSALError(
                 .interactionRequired,
                 message: "No refresh token is cached for this account and client; sign in interactively.",
                 correlationID: correlationID)
         }
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
-        logger.info("redeeming the refresh token at \(authority.environment), correlation \(correlationID)")
-        let response: TokenResponse
-        do {
-            response = try await client.redeemRefreshToken(
-                tokenEndpoint: openID.tokenEndpoint, clientID: configuration.clientID,
-                refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
-                extraParameters: protocolParameters(for: authority).merging(extraParameters) { _, app in app },
-                correlationID: correlationID)
-        } catch {
-            throw Self.refreshFailure(error, correlationID: correlationID)
+        let key = ThrottleKey(clientID: configuration.clientID, authority: authority, scopes: scopes, homeAccountId: account.identifier)
+        let client = self.client
+        let clientID = configuration.clientID
+        let parameters = protocolParameters(for: authority).merging(extraParameters) { _, app in app }
+        var response: TokenResponse?
+        var lastError: MSALError?
+        for (index, refreshToken) in candidates.enumerated() {
+            logger.info("redeeming the \(refreshToken.familyID == nil ? "app's" : "family") refresh token at \(environment), correlation \(correlationID)")
+            do {
+                // Throttled keys (429/503 Retry-After, 5xx, a refresh token just rejected) fail here
+                // without a request; failures are recorded for the next call.
+                response = try await throttler.perform(key, grantType: "refresh_token") { () async throws(MSALError) -> TokenResponse in
+                    try await client.redeemRefreshToken(
+                        tokenEndpoint: openID.tokenEndpoint, clientID: clientID,
+                        refreshToken: refreshToken.secret, scopes: scopes.union(ScopeSet.reservedOIDCScopes),
+                        extraParameters: parameters, correlationID: correlationID)
+                }
+                break
+            } catch {
+                lastError = error
+                if error.oauthError == "invalid_grant", error.subError == "bad_token" {
+                    // The provider says this refresh token is unusable: forget it (as MSAL for iOS/macOS does).
+                    try? cache.remove([CacheEntryRemoval(kind: .refreshToken, key: refreshToken.key)])
+                }
+                guard refreshToken.familyID != nil, index < candidates.count - 1 || error.subError == "client_mismatch" else { break }
+                if error.subError == "client_mismatch" {
+                    // The app is not (or no longer) in the family: remember it, as MSAL does, and
+                    // use its own refresh token from now on.
+                    try? cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
+                                    appMetadata: AppMetadataEntry(clientID: clientID, environment: environment, familyID: ""))
+                }
+                // A family refresh token failed: the app's own refresh token is the fallback.
+                await throttler.clear(homeAccountId: account.identifier)
+            }
+        }
+        guard let response else {
+            throw Self.refreshFailure(lastError ?? MSALError.internal(.unexpected, "No refresh was attempted."), correlationID: correlationID)
         }
         return try await handle(
             response,
@@ -228,10 +275,44 @@ public final class PublicClientApplication: Sendable {
                 expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
     }
 
-    /// A refresh the provider refused is `interactionRequired`: an OAuth error the network layer
-    /// already classified so (`invalid_grant`, ...), or a 400/401 whose body is empty or not JSON
-    /// (Glewlwyd answers a revoked refresh token with HTTP 400 and an empty body).
+    /// The refresh tokens to try for an account, in order: the family refresh token (FOCI, family
+    /// `1`) first when the app is in the family or its membership is unknown (no app metadata yet),
+    /// then the app's own. Source: MSAL for iOS/macOS `MSIDDefaultTokenCacheAccessor` family lookup.
+    func refreshTokenCandidates(homeAccountID: String, environment: String) throws(MSALError) -> [RefreshTokenEntry] {
+        let clientID = configuration.clientID
+        var candidates: [RefreshTokenEntry] = []
+        let metadata = try cache.appMetadata(clientID: clientID, environment: environment)
+        if metadata == nil || metadata?.familyID == "1",
+           let family = try cache.familyRefreshToken(homeAccountID: homeAccountID, environment: environment, familyID: "1") {
+            candidates.append(family)
+        }
+        if let own = try cache.refreshToken(homeAccountID: homeAccountID, environment: environment, clientID: clientID),
+           !candidates.contains(where: { $0.key == own.key }) {
+            candidates.append(own)
+        }
+        return candidates
+    }
+
+    /// A refresh the provider refused is `interactionRequired`: any OAuth error in a 4xx answer but
+    /// `invalid_scope`, `invalid_client` and `unauthorized_client` (which stay `serverError`: the
+    /// app's registration is at fault), with the `protection_policy_required` suberror as
+    /// `serverProtectionPoliciesRequired`; or a 400/401 whose body is empty or not JSON (Glewlwyd
+    /// answers a revoked refresh token with HTTP 400 and an empty body).
     static func refreshFailure(_ error: MSALError, correlationID: String) -> MSALError {
+        // Entra's error model (MSAL for iOS/macOS, MSAL.NET): a refresh answered with an OAuth error
+        // in a 4xx means the user must act, except for errors of the app's own registration.
+        if let oauthError = error.oauthError, let status = error.httpStatusCode, (400..<500).contains(status), status != 429 {
+            var mapped = error
+            if error.subError == "protection_policy_required" {
+                mapped.code = .serverProtectionPoliciesRequired
+            } else if ["invalid_scope", "invalid_client", "unauthorized_client"].contains(oauthError) {
+                return error.filling(correlationID: correlationID)
+            } else {
+                mapped.code = .interactionRequired
+            }
+            mapped.internalCode = nil
+            return mapped.filling(correlationID: correlationID)
+        }
         if error.code == .serverError, error.internalCode == .invalidResponse,
            let status = error.httpStatusCode, status == 400 || status == 401 {
             var mapped = error
@@ -291,20 +372,55 @@ public final class PublicClientApplication: Sendable {
 
     /// The result for a cache hit. The account comes fresh from the cache; the ID token and its
     /// claims are those of the account's profile in the token's tenant (decoded once, there).
-    private func cachedResult(_ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String) throws(MSALError) -> AuthenticationResult {
+    private func cachedResult(
+        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
+    ) throws(MSALError) -> AuthenticationResult {
         let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
         let claims = current.tenantProfiles.first { $0.tenantID.lowercased() == entry.realm.lowercased() }?.claims
         return AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
             scopes: entry.scopes.scopes, account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
-            correlationID: correlationID, tokenSource: .cache, authority: authority)
+            correlationID: correlationID, tokenSource: .cache, authority: authority,
+            isExtendedLifetimeToken: isExtendedLifetimeToken)
+    }
+
+    /// Whether the provider was unavailable rather than refusing: a 5xx, a timeout, a network error.
+    static func isOutage(_ error: MSALError) -> Bool {
+        if error.code == .serverError, let status = error.httpStatusCode, status >= 500 { return true }
+        return error.internalCode == .timeout || error.internalCode == .networkError
+    }
+
+    /// The `claims` request parameter: the app's claims request with the client capabilities
+    /// merged in as `access_token.xms_cc.values` (MSAL for iOS/macOS), or `nil` when neither is set.
+    /// - Throws: `.internal(.invalidParameter)` when `requested` is not a JSON object.
+    static func claimsParameter(requested: String?, capabilities: [String]) throws(MSALError) -> String? {
+        guard requested != nil || !capabilities.isEmpty else { return nil }
+        var object: [String: JSONValue] = [:]
+        if let requested {
+            guard let parsed = try? JSONDecoder().decode([String: JSONValue].self, from: Data(requested.utf8)) else {
+                throw .internal(.invalidParameter, "The claims request is not a JSON object (OpenID Connect Core §5.5).")
+            }
+            object = parsed
+        }
+        if !capabilities.isEmpty {
+            var accessToken = object["access_token"]?.objectValue ?? [:]
+            accessToken["xms_cc"] = .object(["values": .array(capabilities.map(JSONValue.string))])
+            object["access_token"] = .object(accessToken)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(object) else {
+            throw .internal(.unexpected, "The claims request could not be encoded.")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     // MARK: - Accounts
 
-    /// Every account this application has a refresh token for in the cache (shared stores may hold
-    /// other apps' accounts, which are not returned), each with its tenant profiles.
+    /// Every account this application has a refresh token for in the cache, its own or its
+    /// family's (FOCI), each with its tenant profiles (shared stores may hold other apps' accounts,
+    /// which are not returned).
     ///
     /// - Returns: the accounts, sorted by username then identifier.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
@@ -316,7 +432,7 @@ public final class PublicClientApplication: Sendable {
         var accounts: [Account] = []
         for entries in groups.values {
             let first = entries[0]
-            guard try cache.refreshToken(homeAccountID: first.homeAccountID, environment: first.environment, clientID: configuration.clientID) != nil else { continue }
+            guard try !refreshTokenCandidates(homeAccountID: first.homeAccountID, environment: first.environment).isEmpty else { continue }
             accounts.append(try makeAccount(entries))
         }
         return accounts.sorted { ($0.username ?? "", $0.identifier) < ($1.username ?? "", $1.identifier) }

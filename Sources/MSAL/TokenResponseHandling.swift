@@ -134,6 +134,10 @@ extension PublicClientApplication {
         }
         let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
         try cache.save(accessToken: accessToken, refreshToken: refreshToken, idToken: idToken, account: accountEntry, appMetadata: appMetadata)
+        if context.expectedHomeAccountID == nil {
+            // A fresh sign-in lifts the "refresh token was rejected" throttle for the account.
+            await throttler.clear(homeAccountId: homeAccountID)
+        }
 
         let declined = context.requestedScopes.containsDefaultScope ? ScopeSet() : context.requestedScopes.subtracting(granted)
         if !declined.isEmpty {

@@ -21,6 +21,10 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         case userCanceled
         /// The identity provider answered with an error or with something that is not a valid answer.
         case serverError
+        /// The resource requires an app protection policy (Intune) the app does not have:
+        /// Entra ID's `protection_policy_required` suberror (MSAL for iOS/macOS
+        /// `MSALErrorServerProtectionPoliciesRequired`).
+        case serverProtectionPoliciesRequired
         /// Something in swift-msal or in the app's input went wrong; ``MSALError/internalCode`` says what.
         case `internal`
     }

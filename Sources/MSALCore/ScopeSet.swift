@@ -94,10 +94,14 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
 
     /// Validates the scopes an app passes to a token request, as MSAL for iOS/macOS does.
     ///
-    /// - Returns: the normalized set.
-    /// - Throws: ``MSALError`` `.internal(.invalidScope)` when there is no scope, when a scope
-    ///   contains whitespace or a character RFC 6749 §3.3 does not allow, or when a reserved scope (`openid`, `profile`, `offline_access`) is
-    ///   passed: swift-msal adds those itself.
+    /// An empty list is allowed: a sign-in then asks only for the reserved OIDC scopes, and a silent
+    /// request matches any cached access token of the account (as MSAL Python answers its
+    /// `empty_scope_list` fixture query).
+    ///
+    /// - Returns: the normalized set (possibly empty).
+    /// - Throws: ``MSALError`` `.internal(.invalidScope)` when a scope contains whitespace or a
+    ///   character RFC 6749 §3.3 does not allow, or when a reserved scope (`openid`, `profile`,
+    ///   `offline_access`) is passed: swift-msal adds those itself.
     public static func validatedRequest(_ scopes: [String]) throws(MSALError) -> ScopeSet {
         for scope in scopes where scope.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
             throw .internal(.invalidScope, "A scope may not contain whitespace (pass each scope separately): '\(MSALError.oneLine(scope))'.")
@@ -121,9 +125,6 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
                     ? "The reserved scope \(names) is added by MSAL to every request and must not be passed by the app."
                     : "The reserved scopes \(names) are added by MSAL to every request and must not be passed by the app."
             )
-        }
-        if set.isEmpty {
-            throw .internal(.invalidScope, "At least one scope is required (for a v1 resource use '<resource>/.default').")
         }
         return set
     }

@@ -37,6 +37,9 @@ public final class LoopbackHTTPServer: Sendable {
     private let state = Mutex<State>(.idle)
     private let acceptLoop = DispatchGroup()
     private let connections = DispatchGroup()
+    /// Entered while the listening socket is open; every stop() waits on it, so a second, racing
+    /// stop() also returns only once the port is closed.
+    private let listening = DispatchGroup()
     /// Marks this server's connection threads, so ``stop()`` called from a handler does not wait
     /// for itself.
     private static let threadKey = "swift-msal.LoopbackHTTPServer"
@@ -113,6 +116,7 @@ public final class LoopbackHTTPServer: Sendable {
                 throw error
             }
             state = .running(listener: listener, wakeRead: pipeFDs[0], wakeWrite: pipeFDs[1], port: port)
+            listening.enter()
             acceptLoop.enter()
             let wakeRead = pipeFDs[0]
             let thread = Thread { [self] in
@@ -147,13 +151,18 @@ public final class LoopbackHTTPServer: Sendable {
             _ = write(toClose.wakeWrite, &byte, 1)
         }
         acceptLoop.wait()
-        if Thread.current.threadDictionary[LoopbackHTTPServer.threadKey] as? String != identity {
-            connections.wait()
-        }
         if let toClose {
+            // The accept loop has ended: nothing uses these descriptors any more.
             close(toClose.listener)
             close(toClose.wakeRead)
             close(toClose.wakeWrite)
+            listening.leave()
+        }
+        listening.wait()
+        if Thread.current.threadDictionary[LoopbackHTTPServer.threadKey] as? String != identity {
+            connections.wait()
+        }
+        if toClose != nil {
             state.withLock { $0 = .stopped }
         }
     }

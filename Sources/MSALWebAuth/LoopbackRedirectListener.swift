@@ -150,9 +150,11 @@ public final class LoopbackRedirectListener: Sendable {
     /// response already came). Waits for connections in flight (each bounded by `readTimeout`).
     /// Idempotent.
     public func stop() {
-        finish(.failure(MSALError(.userCanceled, message: "The loopback redirect listener was stopped before a response arrived.")))
+        // Close the port synchronously first: finish() stops the server in the background, and a
+        // second stop() racing with that one could return before the port is closed.
         let server = state.withLock { $0.server }
         server?.stop()
+        finish(.failure(MSALError(.userCanceled, message: "The loopback redirect listener was stopped before a response arrived.")))
     }
 
     // MARK: - Internals

@@ -38,9 +38,10 @@ struct ScopeSetTests {
         }
     }
 
-    @Test("No scope, or a scope with whitespace, is rejected")
+    @Test("A scope with whitespace is rejected; no scope at all is allowed")
     func emptyAndWhitespace() {
-        #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest([]) }
+        // An empty list is allowed (sign-in only / any cached token); blank entries are dropped.
+        #expect((try? ScopeSet.validatedRequest([]))?.isEmpty == true)
         #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["  "]) }
         #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["a b"]) }
         #expect((try? ScopeSet.validatedRequest(["email"]))?.joined == "email")

@@ -70,40 +70,29 @@ struct ErrorPathTests {
         }
     }
 
-    @Test("An HTML error page or a 5xx is a serverError with the HTTP status, not a crash")
+    @Test("An HTML error page or a 5xx (after its one retry) is a serverError with the HTTP status, not a crash")
     func htmlAndServerErrors() async throws {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
         let application = try fixture.application()
         let signIn = try await fixture.signIn(application)
-
-        fixture.provider.failNextTokenRequests(with: .html(status: 502))
-        do {
-            _ = try await silent(application, signIn.account)
-            Issue.record("expected serverError")
-        } catch {
-            #expect(error.code == .serverError)
-            #expect(error.internalCode == .invalidResponse)
-            #expect(error.httpStatusCode == 502)
-            #expect(error.message.lowercased().contains("html"))
-        }
-
-        fixture.provider.failNextTokenRequests(with: .serverError(status: 503))
-        do {
-            _ = try await silent(application, signIn.account)
-            Issue.record("expected serverError")
-        } catch {
-            #expect(error.code == .serverError)
-            #expect(error.httpStatusCode == 503)
-        }
-
-        fixture.provider.failNextTokenRequests(with: .emptyBody(status: 500))
-        do {
-            _ = try await silent(application, signIn.account)
-            Issue.record("expected serverError")
-        } catch {
-            #expect(error.code == .serverError)
-            #expect(error.httpStatusCode == 500)
+        let failures: [(LocalIdentityProvider.Failure, Int, Bool)] = [
+            (.html(status: 502), 502, true), (.serverError(status: 503), 503, false), (.emptyBody(status: 500), 500, false),
+        ]
+        for (failure, status, isHTML) in failures {
+            // Twice: the request and its one retry.
+            fixture.provider.failNextTokenRequests(with: failure, count: 2)
+            do {
+                _ = try await silent(application, signIn.account)
+                Issue.record("expected serverError for HTTP \(status)")
+            } catch {
+                #expect(error.code == .serverError)
+                #expect(error.internalCode == .invalidResponse)
+                #expect(error.httpStatusCode == status)
+                if isHTML { #expect(error.message.lowercased().contains("html")) }
+            }
+            // A 5xx throttles the same request for 60 s; let that pass.
+            fixture.clock.advance(by: 61)
         }
         // The provider is fine again: the refresh token still works.
         #expect(try await silent(application, signIn.account).tokenSource == .identityProvider)
