@@ -24,8 +24,8 @@ enum InteropPython {
     static func run(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, stdout: String, stderr: String) {
         let stdoutURL = directory.url.appendingPathComponent("python-\(UUID().uuidString).out")
         let stderrURL = directory.url.appendingPathComponent("python-\(UUID().uuidString).err")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         let stdout = try FileHandle(forWritingTo: stdoutURL)
         let stderr = try FileHandle(forWritingTo: stderrURL)
         defer { try? stdout.close(); try? stderr.close() }
