@@ -45,6 +45,13 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// (e.g. `["cp1"]`: the app handles claims challenges of Continuous Access Evaluation).
     /// MSAL for iOS/macOS `clientApplicationCapabilities`.
     public var clientCapabilities: [String]
+    /// Whether an Entra ID host that is not one of the well-known clouds is validated with Entra's
+    /// instance discovery before it is used (`internal.failedAuthorityValidation` when Entra does
+    /// not know it). Default `true`; turn it off only for private clouds and tests. Loopback hosts
+    /// (local providers) are never validated.
+    public var validateAuthority: Bool
+    /// The host asked to validate unknown Entra hosts. Default `login.microsoftonline.com`.
+    public var instanceDiscoveryHost: String
     /// How requests to the token endpoint are retried: once after 1 s on a 5xx without
     /// `Retry-After`, a timeout or a network error (MSAL.NET's policy). `RetryPolicy(maxRetries: 0)`
     /// turns retrying off.
@@ -69,6 +76,8 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.redirectURI = "http://localhost"
         self.applicationID = nil
         self.retryPolicy = .default
+        self.validateAuthority = true
+        self.instanceDiscoveryHost = "login.microsoftonline.com"
         self.extendedLifetimeEnabled = false
         self.clientCapabilities = []
         self.tokenExpirationBuffer = 300

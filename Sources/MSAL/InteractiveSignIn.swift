@@ -73,6 +73,7 @@ extension PublicClientApplication {
         let extraScopes = parameters.extraScopesToConsent.isEmpty ? ScopeSet() : try ScopeSet.validatedRequest(parameters.extraScopesToConsent)
         let authority = parameters.authority ?? configuration.authority
         logger.info("interactive sign-in at \(authority.environment), correlation \(correlationID)")
+        _ = try await environments(for: authority, correlationID: correlationID)
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
         var request = try AuthorizationRequest(
             authorizationEndpoint: openID.authorizationEndpoint,

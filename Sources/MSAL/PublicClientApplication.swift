@@ -22,6 +22,7 @@ public final class PublicClientApplication: Sendable {
     let client: OAuth2Client
     let refreshes = RefreshCoordinator()
     let throttler: Throttler
+    let instanceDiscovery: InstanceDiscovery
     let redirectURI: RedirectURI
     let pendingAuthorizations = PendingAuthorizations()
 
@@ -42,6 +43,9 @@ public final class PublicClientApplication: Sendable {
             configuration.transport, policy: configuration.retryPolicy, logger: configuration.logger, sleep: configuration.sleep)
         self.client = OAuth2Client(transport: retrying, logger: configuration.logger, clock: configuration.clock)
         self.throttler = Throttler(clock: configuration.clock)
+        self.instanceDiscovery = InstanceDiscovery(
+            transport: configuration.transport, trustedHost: configuration.instanceDiscoveryHost,
+            validateAuthority: configuration.validateAuthority, logger: configuration.logger)
     }
 
     var logger: Logger { configuration.logger }
@@ -81,6 +85,7 @@ public final class PublicClientApplication: Sendable {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         let authority = parameters.authority ?? configuration.authority
         logger.info("device code sign-in at \(authority.environment), correlation \(correlationID)")
+        _ = try await environments(for: authority, correlationID: correlationID)
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
         guard let deviceEndpoint = openID.deviceAuthorizationEndpoint else {
             throw .internal(.invalidParameter, "The provider at \(authority) does not support the device authorization grant (no device_authorization_endpoint).")
@@ -150,9 +155,15 @@ public final class PublicClientApplication: Sendable {
         let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
         let now = configuration.clock.now()
 
-        let cached = try cache.accessToken(
-            homeAccountID: account.identifier, environment: environment, realm: realm,
-            clientID: configuration.clientID, scopes: scopes)
+        // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
+        // under one is found under another. Well-known clouds need no request for this.
+        let environments = try await self.environments(for: authority, correlationID: correlationID)
+        var cached: AccessTokenEntry?
+        for alias in environments where cached == nil {
+            cached = try cache.accessToken(
+                homeAccountID: account.identifier, environment: alias, realm: realm,
+                clientID: configuration.clientID, scopes: scopes)
+        }
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
             expirationBuffer: configuration.tokenExpirationBuffer,
@@ -222,7 +233,10 @@ public final class PublicClientApplication: Sendable {
         extraParameters: [String: String], correlationID: String
     ) async throws(MSALError) -> AuthenticationResult {
         let environment = authority.environment
-        let candidates = try refreshTokenCandidates(homeAccountID: account.identifier, environment: environment)
+        var candidates: [RefreshTokenEntry] = []
+        for alias in try await environments(for: authority, correlationID: correlationID) where candidates.isEmpty {
+            candidates = try refreshTokenCandidates(homeAccountID: account.identifier, environment: alias)
+        }
         guard !candidates.isEmpty else {
             throw MSALError(
                 .interactionRequired,
@@ -273,6 +287,22 @@ public final class PublicClientApplication: Sendable {
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
                 expectedHomeAccountID: account.identifier, knownRealm: realm, accountSource: nil))
+    }
+
+    /// The cache environments of an authority: its own host first, then the other aliases of its
+    /// cloud (Entra instance metadata: built in for the well-known clouds, else instance discovery,
+    /// which also validates the host). Other authority kinds and loopback hosts have only their own.
+    /// - Throws: `.internal(.failedAuthorityValidation)` for an Entra host Entra does not know.
+    func environments(for authority: Authority, correlationID: String) async throws(MSALError) -> [String] {
+        let environment = authority.environment
+        guard authority.type == .aad, !authority.isLoopback else { return [environment] }
+        let metadata: InstanceMetadata
+        if let known = InstanceMetadata.known(host: environment) {
+            metadata = known
+        } else {
+            metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID)
+        }
+        return [environment] + metadata.aliases.filter { $0.lowercased() != environment.lowercased() }
     }
 
     /// The refresh tokens to try for an account, in order: the family refresh token (FOCI, family
