@@ -14,7 +14,10 @@ extension PublicClientApplication {
     /// `nonce` must match. The tokens are cached as for the device code.
     ///
     /// - Returns: the result, with ``AuthenticationResult/tokenSource`` `.identityProvider`.
-    /// - Throws: ``MSALError``: `.userCanceled` when the user declines (`access_denied`) or the task
+    /// - Throws: ``MSALError``: `.internal(.interactiveSessionAlreadyRunning)` when another
+    ///   interactive sign-in of this application has not ended; `.internal(.mismatchedUser)` when
+    ///   ``InteractiveTokenParameters/account`` was given and another user signed in (nothing is
+    ///   cached); `.userCanceled` when the user declines (`access_denied`) or the task
     ///   is canceled; `.internal(.timeout)` when no redirect arrives within
     ///   ``InteractiveTokenParameters/timeout``; `.internal(.networkError)` when the listener's port
     ///   is taken or the provider is down; `.internal(.invalidScope)`; `.internal(.invalidIDToken)`
@@ -22,6 +25,18 @@ extension PublicClientApplication {
     ///   endpoint; `.serverDeclinedScopes`.
     public func acquireToken(with parameters: InteractiveTokenParameters) async throws(MSALError) -> AuthenticationResult {
         let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        let started = interactiveSession.withLock { running in
+            if running { return false }
+            running = true
+            return true
+        }
+        guard started else {
+            throw MSALError(
+                .internal, internalCode: .interactiveSessionAlreadyRunning,
+                message: "An interactive sign-in of this application is already running; wait for it to end.",
+                correlationID: correlationID)
+        }
+        defer { interactiveSession.withLock { $0 = false } }
         do {
             return try await interactiveSignIn(parameters, correlationID: correlationID)
         } catch {
@@ -113,7 +128,8 @@ extension PublicClientApplication {
             response,
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
-                expectedHomeAccountID: nil, knownRealm: nil, accountSource: "authorization_code", nonce: request.nonce))
+                expectedHomeAccountID: nil, knownRealm: nil, accountSource: "authorization_code", nonce: request.nonce,
+                requiredHomeAccountID: parameters.account?.identifier))
     }
 }
 

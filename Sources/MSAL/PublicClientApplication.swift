@@ -3,6 +3,7 @@ public import MSALCore
 import MSALCache
 import MSALNetwork
 import MSALWebAuth
+internal import Synchronization
 
 /// The entry point of swift-msal for apps that cannot keep a secret: command-line tools, desktop
 /// apps, and servers acting for a signed-in user.
@@ -25,6 +26,8 @@ public final class PublicClientApplication: Sendable {
     let instanceDiscovery: InstanceDiscovery
     let redirectURI: RedirectURI
     let pendingAuthorizations = PendingAuthorizations()
+    /// Whether an interactive sign-in is running (one at a time, as MSAL for iOS/macOS).
+    let interactiveSession = Mutex(false)
 
     /// Creates an application.
     /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has
@@ -151,7 +154,6 @@ public final class PublicClientApplication: Sendable {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
-        let environment = requestAuthority.environment
         let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
         let now = configuration.clock.now()
 
@@ -328,6 +330,11 @@ public final class PublicClientApplication: Sendable {
     /// app's registration is at fault), with the `protection_policy_required` suberror as
     /// `serverProtectionPoliciesRequired`; or a 400/401 whose body is empty or not JSON (Glewlwyd
     /// answers a revoked refresh token with HTTP 400 and an empty body).
+    /// OAuth errors about the app's registration rather than the user, with their internal codes.
+    static let registrationErrors: [String: MSALError.InternalCode] = [
+        "invalid_scope": .invalidScope, "invalid_client": .invalidClient, "unauthorized_client": .unauthorizedClient,
+    ]
+
     static func refreshFailure(_ error: MSALError, correlationID: String) -> MSALError {
         // Entra's error model (MSAL for iOS/macOS, MSAL.NET): a refresh answered with an OAuth error
         // in a 4xx means the user must act, except for errors of the app's own registration.
@@ -335,8 +342,9 @@ public final class PublicClientApplication: Sendable {
             var mapped = error
             if error.subError == "protection_policy_required" {
                 mapped.code = .serverProtectionPoliciesRequired
-            } else if ["invalid_scope", "invalid_client", "unauthorized_client"].contains(oauthError) {
-                return error.filling(correlationID: correlationID)
+            } else if let internalCode = registrationErrors[oauthError] {
+                mapped.internalCode = internalCode
+                return mapped.filling(correlationID: correlationID)
             } else {
                 mapped.code = .interactionRequired
             }
@@ -477,10 +485,15 @@ public final class PublicClientApplication: Sendable {
 
     /// The account whose username matches, ignoring case: the migration path for apps that kept
     /// ADAL user IDs (MSAL for iOS/macOS `accountForUsername:`).
-    /// - Returns: the first such account, or `nil`.
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    /// - Returns: the account, or `nil` when none matches.
+    /// - Throws: ``MSALError`` `.internal(.ambiguousAccount)` when several accounts (e.g. of
+    ///   different clouds) have that username; `.internal(.cacheError)` when the store cannot be read.
     public func account(forUsername username: String) throws(MSALError) -> Account? {
-        try allAccounts().first { $0.username?.lowercased() == username.lowercased() }
+        let matches = try allAccounts().filter { $0.username?.lowercased() == username.lowercased() }
+        guard matches.count <= 1 else {
+            throw .internal(.ambiguousAccount, "\(matches.count) signed-in accounts have this username; look the account up by its identifier.")
+        }
+        return matches.first
     }
 
     /// Removes the account's tokens for this application from the cache (access, refresh and ID

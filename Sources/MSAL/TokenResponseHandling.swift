@@ -21,6 +21,8 @@ struct ResponseContext {
     let accountSource: String?
     /// The `nonce` sent in the authorization request; the ID token must carry it.
     var nonce: String? = nil
+    /// For an interactive sign-in that named an account: the user who signs in must be it.
+    var requiredHomeAccountID: String? = nil
 }
 
 extension PublicClientApplication {
@@ -79,6 +81,12 @@ extension PublicClientApplication {
             } else {
                 throw invalid("The token response has no ID token, so the account cannot be identified (is the openid scope allowed for this client?).")
             }
+        }
+        if let required = context.requiredHomeAccountID, required.lowercased() != homeAccountID.lowercased() {
+            throw MSALError(
+                .internal, internalCode: .mismatchedUser,
+                message: "A different user signed in than the account the request named; nothing was cached.",
+                correlationID: correlationID)
         }
         if let expected = context.expectedHomeAccountID, expected.lowercased() != homeAccountID.lowercased() {
             throw invalid("The identity provider returned tokens for a different account than the one whose refresh token was redeemed.")

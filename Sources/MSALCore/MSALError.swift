@@ -54,8 +54,22 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         case deviceCodeExpired
         /// The token cache could not be read or written.
         case cacheError
-        /// The account asked for is not in the cache.
-        case accountNotFound
+        /// Several cached accounts match a username lookup; look the account up by identifier.
+        case ambiguousAccount
+        /// The user who signed in is not the account the interactive request named.
+        case mismatchedUser
+        /// An interactive sign-in is already running in this application; one at a time (MSAL for
+        /// iOS/macOS `MSALErrorInteractiveSessionAlreadyRunning`).
+        case interactiveSessionAlreadyRunning
+        /// Set with ``Code/serverError`` when the provider answered `invalid_grant` to a request
+        /// that was not a silent refresh (e.g. a bad authorization code).
+        case invalidGrant
+        /// Set with ``Code/serverError`` when the provider answered `invalid_client`: the client ID
+        /// or its registration is wrong.
+        case invalidClient
+        /// Set with ``Code/serverError`` when the provider answered `unauthorized_client`: the app
+        /// is not allowed this grant.
+        case unauthorizedClient
         /// The redirect URI is not allowed (a fragment, no scheme or host, `urn:ietf:wg:oauth:2.0:oob`,
         /// `http` on a host that is not loopback, `https` anywhere (a loopback listener serves no
         /// TLS), or `msauth.<other app id>://auth`); the message says which rule it broke. Thrown
