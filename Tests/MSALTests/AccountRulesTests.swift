@@ -7,17 +7,6 @@ import FoundationNetworking
 #endif
 import Testing
 
-private func followingBrowser() -> ClosureBrowserLauncher {
-    ClosureBrowserLauncher { url in
-        Task {
-            let session = URLSession(configuration: .ephemeral)
-            _ = try? await session.data(from: url)
-            session.finishTasksAndInvalidate()
-        }
-        return true
-    }
-}
-
 @Suite("Account rules: one interactive session, the named user, unambiguous usernames, registration errors")
 struct AccountRulesTests {
     static let scopes = ["api://demo/Files.Read"]

@@ -7,36 +7,6 @@ import MSALCacheSQLite
 import MSALTestSupport
 import Testing
 
-/// Follows no redirect: returns the `Location` of the first response.
-private final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
-        completionHandler(nil)
-    }
-}
-
-/// What a browser does after the user signed in: GET the authorization URL and follow the
-/// provider's redirect to the loopback listener.
-private func followingBrowser() -> ClosureBrowserLauncher {
-    ClosureBrowserLauncher { url in
-        Task {
-            let session = URLSession(configuration: .ephemeral)
-            _ = try? await session.data(from: url)
-            session.finishTasksAndInvalidate()
-        }
-        return true
-    }
-}
-
-/// The `Location` the provider redirects the authorization URL to.
-private func location(of url: URL) async throws -> URL {
-    let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
-    defer { session.finishTasksAndInvalidate() }
-    let (_, response) = try await session.data(from: url)
-    let http = try #require(response as? HTTPURLResponse)
-    let value = try #require(http.value(forHTTPHeaderField: "Location"))
-    return try #require(URL(string: value))
-}
-
 @Suite("Interactive sign-in against the local provider")
 struct InteractiveSignInTests {
     static let scopes = ["api://demo/Files.Read"]
@@ -140,18 +110,23 @@ struct InteractiveSignInTests {
         await #expect(throws: MSALError(.userCanceled, message: "")) { try await task.value }
     }
 
-    @Test("A custom-scheme redirect is completed by handleResponse(url:)")
-    func customScheme() async throws {
-        let fixture = try LocalFixture()
-        defer { fixture.stop() }
+    /// An application whose redirect URI is `msauth.com.contoso.App://auth`, registered at the provider.
+    private func customSchemeApplication(_ fixture: LocalFixture, cacheName: String) throws -> (PublicClientApplication, String) {
         let redirect = RedirectURI.msauth(applicationID: "com.contoso.App")
         fixture.provider.registerRedirectURI(redirect)
         var configuration = PublicClientApplicationConfiguration(
             clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority,
-            cacheStore: try SQLiteTokenCacheStore(path: fixture.directory.path("custom.sqlite")))
+            cacheStore: try SQLiteTokenCacheStore(path: fixture.directory.path("\(cacheName).sqlite")))
         configuration.redirectURI = redirect
         configuration.applicationID = "com.contoso.App"
-        let application = try PublicClientApplication(configuration: configuration)
+        return (try PublicClientApplication(configuration: configuration), redirect)
+    }
+
+    @Test("A custom-scheme redirect is completed by handleResponse(url:)")
+    func customScheme() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let (application, redirect) = try customSchemeApplication(fixture, cacheName: "custom")
         #expect(application.handleResponse(url: URL(string: "\(redirect)?code=x&state=nobody")!) == false)
 
         // The "system" hands the app the custom-scheme URL the provider redirected to.
@@ -171,14 +146,7 @@ struct InteractiveSignInTests {
     func customSchemeEarlyDelivery() async throws {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
-        let redirect = RedirectURI.msauth(applicationID: "com.contoso.App")
-        fixture.provider.registerRedirectURI(redirect)
-        var configuration = PublicClientApplicationConfiguration(
-            clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority,
-            cacheStore: try SQLiteTokenCacheStore(path: fixture.directory.path("early.sqlite")))
-        configuration.redirectURI = redirect
-        configuration.applicationID = "com.contoso.App"
-        let application = try PublicClientApplication(configuration: configuration)
+        let (application, _) = try customSchemeApplication(fixture, cacheName: "early")
         let refusedForeign = URLBox()
         // The "browser" delivers the redirect before it returns, i.e. before the flow waits.
         let browser = ClosureBrowserLauncher { url in

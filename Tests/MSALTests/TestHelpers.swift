@@ -1,8 +1,12 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import MSAL
 import MSALCacheSQLite
 import MSALCore
 import MSALTestSupport
+import Testing
 
 /// A temporary directory removed when the value is released.
 final class TemporaryDirectory: Sendable {
@@ -78,3 +82,33 @@ func runProcess(_ executable: String, _ arguments: [String]) async throws -> (st
 
 /// The repository's root, found from this file's path.
 let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Follows no redirect: returns the `Location` of the first response.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// What a browser does after the user signed in: GET the authorization URL and follow the
+/// provider's redirect to the loopback listener.
+func followingBrowser() -> ClosureBrowserLauncher {
+    ClosureBrowserLauncher { url in
+        Task {
+            let session = URLSession(configuration: .ephemeral)
+            _ = try? await session.data(from: url)
+            session.finishTasksAndInvalidate()
+        }
+        return true
+    }
+}
+
+/// The `Location` the provider redirects the authorization URL to.
+func location(of url: URL) async throws -> URL {
+    let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
+    defer { session.finishTasksAndInvalidate() }
+    let (_, response) = try await session.data(from: url)
+    let http = try #require(response as? HTTPURLResponse)
+    let value = try #require(http.value(forHTTPHeaderField: "Location"))
+    return try #require(URL(string: value))
+}
