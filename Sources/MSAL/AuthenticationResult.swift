@@ -68,3 +68,9 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         "AuthenticationResult(account: \(account.identifier), scopes: \(scopes.joined(separator: " ")), expiresOn: \(expiresOn), source: \(tokenSource.rawValue), correlationID: \(correlationID))"
     }
 }
+
+extension MSALError {
+    /// For ``MSALError/Code/serverDeclinedScopes``: the result for the scopes the server granted
+    /// (its token is also cached), so an app that can work with fewer scopes goes on with it.
+    public var declinedScopesResult: AuthenticationResult? { partialResult as? AuthenticationResult }
+}

@@ -147,24 +147,26 @@ extension PublicClientApplication {
             await throttler.clear(homeAccountId: homeAccountID)
         }
 
-        let declined = context.requestedScopes.containsDefaultScope ? ScopeSet() : context.requestedScopes.subtracting(granted)
-        if !declined.isEmpty {
-            throw MSALError(
-                .serverDeclinedScopes,
-                message: "The identity provider did not grant every requested scope; the token for the granted scopes is cached.",
-                correlationID: correlationID, grantedScopes: granted.scopes, declinedScopes: declined.scopes)
-        }
-
         var cachedIDToken = response.idToken
         if cachedIDToken == nil {
             cachedIDToken = try cache.idToken(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)?.secret
         }
         let account = try self.account(homeAccountID: homeAccountID, environment: environment)
             ?? Account(identifier: homeAccountID, username: newClaims?.preferredUsername, environment: environment, tenantProfiles: [])
-        return AuthenticationResult(
+        let result = AuthenticationResult(
             accessToken: response.accessToken, tokenType: response.tokenType, expiresOn: accessToken.expiresOn,
             scopes: granted.scopes, account: account, tenantID: realm, idToken: cachedIDToken,
             idTokenClaims: newClaims ?? cachedIDToken.flatMap { try? IDTokenClaims(jwt: $0) },
             correlationID: correlationID, tokenSource: .identityProvider, authority: authority)
+        let declined = context.requestedScopes.containsDefaultScope ? ScopeSet() : context.requestedScopes.subtracting(granted)
+        if !declined.isEmpty {
+            var error = MSALError(
+                .serverDeclinedScopes,
+                message: "The identity provider did not grant every requested scope; the token for the granted scopes is cached and in declinedScopesResult.",
+                correlationID: correlationID, grantedScopes: granted.scopes, declinedScopes: declined.scopes)
+            error.partialResult = result
+            throw error
+        }
+        return result
     }
 }

@@ -101,6 +101,10 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     public var grantedScopes: [String]
     /// For ``Code/serverDeclinedScopes``: the requested scopes the server did not grant.
     public var declinedScopes: [String]
+    /// For ``Code/serverDeclinedScopes``: the result for the scopes that were granted (an
+    /// `AuthenticationResult` of the `MSAL` module, which reads it as `declinedScopesResult`),
+    /// as MSAL for iOS/macOS puts it under `MSALInvalidResultKey`. Never part of ``description``.
+    public var partialResult: (any Sendable)?
     /// How long to wait before sending the same request again, in seconds, when known.
     ///
     /// Set from the response's `Retry-After` header (RFC 9110 §10.2.3, delta-seconds or an
@@ -140,6 +144,7 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         self.httpStatusCode = httpStatusCode
         self.grantedScopes = grantedScopes
         self.declinedScopes = declinedScopes
+        self.partialResult = nil
         self.retryAfter = retryAfter
     }
 

@@ -163,6 +163,10 @@ struct EntraFidelityTests {
             #expect(error.code == .serverDeclinedScopes)
             #expect(error.declinedScopes == ["api://demo/Files.Write"])
             #expect(error.grantedScopes == ["api://demo/Files.Read"])
+            let partial = error.declinedScopesResult
+            #expect(partial?.scopes == ["api://demo/Files.Read"])
+            #expect(partial?.tokenSource == .identityProvider)
+            #expect(partial?.account.username == LocalIdentityProvider.demoUser.username)
         }
         let account = try #require(try application.allAccounts().first)
         let cached = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: account))
