@@ -456,9 +456,10 @@ public final class PublicClientApplication: Sendable {
 
     // MARK: - Accounts
 
-    /// Every account this application has a refresh token for in the cache, its own or its
-    /// family's (FOCI), each with its tenant profiles (shared stores may hold other apps' accounts,
-    /// which are not returned).
+    /// Every account this application holds tokens for in the cache: a refresh token (its own or
+    /// its family's, FOCI) or an ID token issued to it, each with its tenant profiles. Shared stores
+    /// may hold other apps' accounts, which are not returned; an account whose refresh token was
+    /// rejected stays listed (and removable) while its other tokens are cached.
     ///
     /// - Returns: the accounts, sorted by username then identifier.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
@@ -470,7 +471,12 @@ public final class PublicClientApplication: Sendable {
         var accounts: [Account] = []
         for entries in groups.values {
             let first = entries[0]
-            guard try !refreshTokenCandidates(homeAccountID: first.homeAccountID, environment: first.environment).isEmpty else { continue }
+            let hasRefreshToken = try !refreshTokenCandidates(homeAccountID: first.homeAccountID, environment: first.environment).isEmpty
+            var hasIDToken = false
+            for entry in entries where !hasRefreshToken && !hasIDToken {
+                hasIDToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID) != nil
+            }
+            guard hasRefreshToken || hasIDToken else { continue }
             accounts.append(try makeAccount(entries))
         }
         return accounts.sorted { ($0.username ?? "", $0.identifier) < ($1.username ?? "", $1.identifier) }

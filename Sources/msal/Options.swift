@@ -57,7 +57,7 @@ struct Options {
             case "--authority-type":
                 let raw = try value(for: argument)
                 guard let type = AuthorityType(rawValue: raw) else {
-                    throw UsageError(message: "--authority-type must be aad or oidc, not '\(raw)'")
+                    throw UsageError(message: "--authority-type must be one of \(AuthorityType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(raw)'")
                 }
                 options.authorityType = type
             case "--client-id": options.clientID = try value(for: argument)
@@ -102,6 +102,12 @@ struct Options {
         if options.authority == nil { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
         if options.cache == nil { options.cache = fallback("MSAL_CACHE") }
+        if options.authorityType == nil, let raw = fallback("MSAL_AUTHORITY_TYPE") {
+            guard let type = AuthorityType(rawValue: raw) else {
+                throw UsageError(message: "MSAL_AUTHORITY_TYPE must be one of \(AuthorityType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(raw)'")
+            }
+            options.authorityType = type
+        }
         if options.deviceCode && options.command != "login" {
             throw UsageError(message: "--device-code applies to 'login' only")
         }
@@ -133,7 +139,7 @@ struct Options {
 
     options:
       --authority URL             authority (env MSAL_AUTHORITY; default https://login.microsoftonline.com/common)
-      --authority-type aad|oidc   provider kind, inferred from the host when absent
+      --authority-type TYPE       aad, oidc, b2c or adfs; inferred from the URL when absent (env MSAL_AUTHORITY_TYPE)
       --client-id ID              application (client) ID (env MSAL_CLIENT_ID)
       --scope S                   a scope to request; repeat for several
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout

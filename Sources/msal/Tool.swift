@@ -33,13 +33,24 @@ enum Tool {
         } catch let error as UsageError {
             Console.err("msal: usage error: \(error.message)")
             exit(2)
-        } catch let error as MSALError {
+        } catch var error as MSALError {
+            if error.internalCode == .invalidAuthority, options.authorityType == nil,
+               let authority = options.authority, looksLikeEntraTenant(authority) {
+                error.message += " If this is an Entra-compatible provider, pass --authority-type aad."
+            }
             Console.err(error.report(format: options.output))
             exit(error.exitCode)
         } catch {
             Console.err("msal: error: \(error)")
             exit(1)
         }
+    }
+
+    /// Whether the URL's last path segment is an Entra tenant (`common`, `organizations`,
+    /// `consumers` or a GUID), which a host the tool does not know as Entra makes ambiguous.
+    static func looksLikeEntraTenant(_ authority: String) -> Bool {
+        guard let last = URL(string: authority)?.path.split(separator: "/").last.map(String.init)?.lowercased() else { return false }
+        return ["common", "organizations", "consumers"].contains(last) || UUID(uuidString: last) != nil
     }
 
     /// The application for the options, and the authority it uses.

@@ -74,6 +74,10 @@ struct ErrorModelTests {
             #expect(error.message.contains("No refresh token"))
         }
         #expect(fixture.provider.tokenRequests.count == before)
+        // The account stays listed while its other tokens are cached, so it can be removed.
+        #expect(try application.allAccounts() == [signIn.account])
+        try application.remove(account: signIn.account)
+        #expect(try application.allAccounts().isEmpty)
     }
 
     @Test("A rejected refresh token is remembered: the same call fails fast until the user signs in again")

@@ -1,4 +1,5 @@
 import Foundation
+import MSALTestSupport
 import Testing
 
 /// The `msal` tool as a script sees it: exit codes and one-line errors for bad input.
@@ -87,6 +88,19 @@ struct ToolTests {
         let run = try await msal("token", "--client-id", "app", "--scope", scope)
         #expect(run.status == 1)
         #expect(run.stderr.contains("internal.invalidScope"))
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("An Entra-shaped authority read as OpenID Connect gets a hint to pass --authority-type aad")
+    func authorityTypeHint() async throws {
+        let provider = LocalIdentityProvider()
+        try provider.start()
+        defer { provider.stop() }
+        let run = try await msal("login", "--device-code", "--client-id", LocalIdentityProvider.demoClientID,
+                                 "--authority", provider.authority(tenant: "organizations"), "--scope", "s")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.invalidAuthority"))
+        #expect(run.stderr.contains("--authority-type aad"))
         #expect(run.stderr.split(separator: "\n").count == 1)
     }
 
