@@ -1,5 +1,6 @@
 import Foundation
 import MSAL
+import MSALCache
 import MSALCacheSQLite
 import MSALCore
 import MSALWebAuth
@@ -59,7 +60,12 @@ enum Tool {
             throw UsageError(message: "--client-id (or MSAL_CLIENT_ID) is required")
         }
         let authority = try Authority(options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType)
-        let store = try SQLiteTokenCacheStore(path: options.cache ?? SQLiteTokenCacheStore.defaultPath())
+        let path = options.cache ?? SQLiteTokenCacheStore.defaultPath()
+        // Only a sign-in creates the cache: reading commands on a missing file (a mistyped path, or
+        // nobody signed in yet) see an empty cache and create nothing.
+        let store: any TokenCacheStore = options.command != "login" && !FileManager.default.fileExists(atPath: path)
+            ? InMemoryTokenCacheStore()
+            : try SQLiteTokenCacheStore(path: path)
         var configuration = PublicClientApplicationConfiguration(clientID: clientID, authority: authority, cacheStore: store)
         if let redirect = try redirectURI(options) { configuration.redirectURI = redirect }
         return (try PublicClientApplication(configuration: configuration), authority)

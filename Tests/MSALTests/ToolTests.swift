@@ -104,6 +104,18 @@ struct ToolTests {
         #expect(run.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test("Reading commands on a missing cache file create nothing")
+    func readingCreatesNothing() async throws {
+        let directory = TemporaryDirectory()
+        let missing = directory.url.appendingPathComponent("no/such/dir/cache.sqlite").path
+        let accounts = try await msal("accounts", "--client-id", "app", "--cache", missing, "--output", "json")
+        #expect(accounts.status == 0)
+        #expect(accounts.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        let token = try await msal("token", "--client-id", "app", "--scope", "s", "--cache", missing)
+        #expect(token.status == 3)
+        #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("no").path))
+    }
+
     @Test("No account in the cache: token exits 3")
     func noAccount() async throws {
         let run = try await msal("token", "--client-id", "app", "--scope", "s")
