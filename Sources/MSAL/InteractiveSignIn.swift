@@ -99,7 +99,7 @@ extension PublicClientApplication {
             loginHint: parameters.loginHint ?? parameters.account?.username,
             domainHint: parameters.domainHint,
             claims: try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities),
-            includeClientInfo: authority.type == .aad,
+            includeClientInfo: Self.requestsClientInfo(authority.type),
             extraQueryParameters: parameters.extraQueryParameters)
         let flow = AuthorizationCodeFlow(client: client, browser: parameters.browser, logger: logger)
         let onURL = parameters.authorizationURLHandler ?? { _, _ in }

@@ -383,8 +383,18 @@ public final class PublicClientApplication: Sendable {
                 throw MSALError(.interactionRequired, message: "The account has no home tenant; sign in interactively.", correlationID: correlationID)
             }
             return (authority.withTenant(home), home)
-        case (.oidc, _), (.b2c, _), (.adfs, _):
-            // B2C and AD FS are handled as generic OpenID Connect until the facade learns them.
+        case (.b2c, _):
+            // One B2C authority is one tenant and one policy; the cache realm is the tenant ID
+            // (the `utid` of the account's home account ID), whatever name the URL uses.
+            let home = account.homeAccountID?.tenantID
+                ?? account.tenantProfiles.first(where: \.isHomeTenant)?.tenantID
+            guard let home else {
+                throw MSALError(.interactionRequired, message: "The account has no B2C tenant; sign in interactively.", correlationID: correlationID)
+            }
+            return (authority, home)
+        case (.adfs, _):
+            return (authority, Self.adfsRealm)
+        case (.oidc, _):
             return (authority, Self.realm(forOIDC: authority))
         }
     }
@@ -403,9 +413,19 @@ public final class PublicClientApplication: Sendable {
         authority.url.path.split(separator: "/").joined(separator: "/")
     }
 
-    /// Parameters every token request of this protocol carries: `client_info=1` on Entra ID.
+    /// The cache realm of AD FS tokens: `adfs`, as MSAL for Python and MSAL.NET write it (the
+    /// authority's path segment; AD FS has no tenants).
+    static let adfsRealm = "adfs"
+
+    /// Whether requests to this kind of authority carry `client_info=1`: Entra ID and B2C (both
+    /// answer with `uid` and `utid`, as MSAL for iOS/macOS asks them); not AD FS or other providers.
+    static func requestsClientInfo(_ type: AuthorityType) -> Bool {
+        type == .aad || type == .b2c
+    }
+
+    /// Parameters every token request of this protocol carries: `client_info=1` on Entra ID and B2C.
     private func protocolParameters(for authority: Authority) -> [String: String] {
-        authority.type == .aad ? ["client_info": "1"] : [:]
+        Self.requestsClientInfo(authority.type) ? ["client_info": "1"] : [:]
     }
 
     /// The result for a cache hit. The account comes fresh from the cache; the ID token and its

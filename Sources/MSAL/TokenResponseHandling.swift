@@ -30,7 +30,9 @@ extension PublicClientApplication {
     /// the result: the common tail of every grant.
     ///
     /// Validation follows OpenID Connect Core §3.1.3.7 (`iss`, `aud`, `exp`); the home account ID is
-    /// `<uid>.<utid>` from `client_info` on Entra ID and the ID token's `sub` elsewhere. A response
+    /// `<uid>.<utid>` from `client_info` on Entra ID and B2C (where `uid` carries the policy, so each
+    /// policy is its own account) and the ID token's `sub` on AD FS and other providers (as MSAL for
+    /// Python). The realm is the tenant on Entra ID, the `utid` on B2C, `adfs` on AD FS. A response
     /// without a refresh token or ID token keeps the cached ones. When the server granted fewer
     /// scopes than asked (and the request was not for `/.default`), the tokens are cached and
     /// `serverDeclinedScopes` is thrown, as MSAL for iOS/macOS does.
@@ -64,16 +66,16 @@ extension PublicClientApplication {
         let homeAccountID: String
         var clientInfo: ClientInfo?
         switch authority.type {
-        case .aad:
+        case .aad, .b2c:
             if let encoded = response.clientInfo {
                 clientInfo = try ClientInfo(encoded: encoded)
                 homeAccountID = clientInfo!.homeAccountID
             } else if let expected = context.expectedHomeAccountID {
                 homeAccountID = expected
             } else {
-                throw invalid("The Entra ID token response has no client_info (it is requested with client_info=1).")
+                throw invalid("The \(authority.type == .b2c ? "B2C" : "Entra ID") token response has no client_info (it is requested with client_info=1).")
             }
-        case .oidc, .b2c, .adfs:  // B2C and AD FS as generic OpenID Connect until the facade learns them
+        case .oidc, .adfs:
             if let subject = newClaims?.subject {
                 homeAccountID = subject
             } else if let expected = context.expectedHomeAccountID {
@@ -98,7 +100,15 @@ extension PublicClientApplication {
                 throw invalid("The token response names no tenant (no tid claim and no client_info).")
             }
             realm = tenant
-        case .oidc, .b2c, .adfs:
+        case .b2c:
+            // The tenant ID; a B2C authority may name the tenant by its domain.
+            guard let tenant = clientInfo?.uniqueTenantID ?? context.knownRealm ?? newClaims?.tenantID else {
+                throw invalid("The B2C token response names no tenant (no client_info and no tid claim).")
+            }
+            realm = tenant
+        case .adfs:
+            realm = Self.adfsRealm
+        case .oidc:
             realm = Self.realm(forOIDC: authority)
         }
 
@@ -124,12 +134,12 @@ extension PublicClientApplication {
         let existingEntries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
         if let claims = newClaims {
             let localID: String = switch authority.type {
-            case .aad: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
-            case .oidc, .b2c, .adfs: claims.subject ?? homeAccountID
+            case .aad, .b2c: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
+            case .oidc, .adfs: claims.subject ?? homeAccountID
             }
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,
-                username: claims.preferredUsername, authorityType: authority.type == .aad ? "MSSTS" : "Other",
+                username: claims.preferredUsername, authorityType: Self.cacheAuthorityType(authority.type),
                 accountSource: context.accountSource
                     ?? existingEntries.first { $0.realm.lowercased() == realm.lowercased() }?.accountSource,
                 name: claims.name,
@@ -138,7 +148,7 @@ extension PublicClientApplication {
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm,
                 localAccountID: clientInfo?.uniqueID ?? homeAccountID, username: nil,
-                authorityType: authority.type == .aad ? "MSSTS" : "Other")
+                authorityType: Self.cacheAuthorityType(authority.type))
         }
         let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
         try cache.save(accessToken: accessToken, refreshToken: refreshToken, idToken: idToken, account: accountEntry, appMetadata: appMetadata)
@@ -168,5 +178,15 @@ extension PublicClientApplication {
             throw error
         }
         return result
+    }
+
+    /// The account entry's `authority_type` (MSAL's unified cache schema): `MSSTS` for Entra ID and
+    /// B2C, `ADFS` for AD FS (as MSAL for Python writes), `Other` for other providers.
+    static func cacheAuthorityType(_ type: AuthorityType) -> String {
+        switch type {
+        case .aad, .b2c: AccountEntry.entraAuthorityType
+        case .adfs: AccountEntry.adfsAuthorityType
+        case .oidc: AccountEntry.otherAuthorityType
+        }
     }
 }

@@ -272,6 +272,8 @@ public struct AccountEntry: Sendable, Hashable {
     public static let entraAuthorityType = "MSSTS"
     /// `Other`, the authority type of accounts from generic OpenID Connect providers.
     public static let otherAuthorityType = "Other"
+    /// `ADFS`, the authority type of AD FS accounts (as MSAL for Python writes it).
+    public static let adfsAuthorityType = "ADFS"
 
     /// Creates an account entry.
     public init(

@@ -87,7 +87,7 @@ extension LocalIdentityProvider {
         case unknownUser(String)
     }
 
-    func authorize(_ request: HTTPServerRequest, tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
+    func authorize(_ request: HTTPServerRequest, tenantSegment: String, dialect: Dialect = .entra, _ context: RequestContext) -> HTTPServerResponse {
         let query = request.queryItems
 
         // Until the client and its redirect URI are known good, nothing is sent to the redirect
@@ -101,7 +101,7 @@ extension LocalIdentityProvider {
         guard isRegisteredClient(clientID) else {
             return errorPage(700016, LocalIdentityProvider.unknownClientMessage(clientID, tenantSegment), context)
         }
-        guard resolveTenant(tenantSegment) != nil else {
+        guard resolveTenant(tenantSegment, dialect: dialect) != nil else {
             return errorPage(90002, "Tenant '\(tenantSegment)' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.", context)
         }
         guard let redirectURI = query["redirect_uri"], !redirectURI.isEmpty else {
@@ -311,7 +311,8 @@ extension LocalIdentityProvider {
     /// redeemed), `AADSTS70008` (expired), `AADSTS500112` (redirect URI differs), `AADSTS501481`
     /// (verifier does not match).
     func authorizationCodeGrant(
-        form: [String: String], clientID: String, tenant: ResolvedTenant, wantsClientInfo: Bool, _ context: RequestContext
+        form: [String: String], clientID: String, tenant: ResolvedTenant, dialect: Dialect = .entra, wantsClientInfo: Bool,
+        _ context: RequestContext
     ) -> HTTPServerResponse {
         guard let code = form["code"], !code.isEmpty else { return missingParameter("code", context) }
         guard let redirectURI = form["redirect_uri"], !redirectURI.isEmpty else { return missingParameter("redirect_uri", context) }
@@ -346,7 +347,7 @@ extension LocalIdentityProvider {
             let requested = form["scope"].map(TokenMint.scopes) ?? []
             return issueTokens(
                 username: grant.username, clientID: clientID, scopes: requested.isEmpty ? grant.scopes : requested,
-                tenant: tenant, wantsClientInfo: wantsClientInfo || grant.clientInfo, nonce: grant.nonce, context)
+                tenant: tenant, dialect: dialect, wantsClientInfo: wantsClientInfo || grant.clientInfo, nonce: grant.nonce, context)
         }
     }
 }

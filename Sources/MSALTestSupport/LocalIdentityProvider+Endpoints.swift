@@ -11,6 +11,16 @@ enum ResolvedTenant: Equatable {
     case single(String)
 }
 
+/// The protocol dialect a request's path speaks.
+enum Dialect: Equatable {
+    /// Entra ID v2.0: `/{tenant}/oauth2/v2.0/…`.
+    case entra
+    /// Azure AD B2C: `/tfp/{tenant}/{policy}/oauth2/v2.0/…`, for this policy (as given in the path).
+    case b2c(policy: String)
+    /// AD FS: `/adfs/oauth2/…`.
+    case adfs
+}
+
 /// The context of one request: what an error or a success response needs.
 struct RequestContext {
     let correlationID: String
@@ -25,6 +35,27 @@ private func pathSegments(_ path: String) -> [String] {
 
 extension LocalIdentityProvider {
     // MARK: - Routing
+
+    /// A path in Entra's layout (`[tenant, endpoint…]`) with its dialect. B2C's
+    /// `tfp/{tenant}/{policy}/…` keeps the tenant and the v2.0 endpoint; AD FS's
+    /// `adfs/.well-known/openid-configuration`, `adfs/oauth2/{authorize,token,devicecode}` and
+    /// `adfs/discovery/keys` become `adfs` plus the v2.0 names; any other `adfs/…` path is empty (404).
+    static func entraLayout(_ path: String) -> (Dialect, [String]) {
+        let segments = pathSegments(path)
+        if segments.count >= 4, segments[0].lowercased() == "tfp" {
+            return (.b2c(policy: segments[2]), [segments[1]] + segments[3...])
+        }
+        if segments.first?.lowercased() == "adfs" {
+            let rest = Array(segments.dropFirst())
+            if rest == [".well-known", "openid-configuration"] { return (.adfs, ["adfs", "v2.0", ".well-known", "openid-configuration"]) }
+            if rest == ["discovery", "keys"] { return (.adfs, ["adfs", "discovery", "v2.0", "keys"]) }
+            if rest.count == 2, rest[0] == "oauth2", ["authorize", "token", "devicecode"].contains(rest[1]) {
+                return (.adfs, ["adfs", "oauth2", "v2.0", rest[1]])
+            }
+            return (.adfs, [])
+        }
+        return (.entra, segments)
+    }
 
     func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         let context = RequestContext(
@@ -59,7 +90,7 @@ extension LocalIdentityProvider {
 
     /// The Entra endpoint a path names (the same matching as the router's).
     static func endpoint(forPath path: String) -> RecordedRequest.Endpoint {
-        let segments = pathSegments(path)
+        let segments = entraLayout(path).1
         switch segments.count {
         case 1 where segments[0] == "devicelogin": return .deviceLogin
         case 3 where segments[1] == "discovery" && segments[2] == "instance": return .instanceDiscovery
@@ -73,7 +104,10 @@ extension LocalIdentityProvider {
     }
 
     private func route(_ request: HTTPServerRequest, _ context: RequestContext) -> HTTPServerResponse {
-        let segments = pathSegments(request.path)
+        let (dialect, segments) = LocalIdentityProvider.entraLayout(request.path)
+        if case .b2c(let policy) = dialect, !isB2CPolicy(policy) {
+            return .text("Not found: the policy '\(policy)' does not exist in this B2C tenant.\n", status: 404)
+        }
         func require(_ method: String, _ body: () -> HTTPServerResponse) -> HTTPServerResponse {
             guard request.method == method || (method == "GET" && request.method == "HEAD") else {
                 var response = HTTPServerResponse.text("Method \(request.method) is not allowed here.\n", status: 405)
@@ -83,21 +117,27 @@ extension LocalIdentityProvider {
             return body()
         }
         switch segments.count {
-        case 1 where segments[0] == "devicelogin":
+        case 1 where dialect == .entra && segments[0] == "devicelogin":
             if request.method == "POST" { return deviceLoginSubmit(request) }
             return require("GET") { deviceLoginPage(message: nil, status: 200) }
-        case 3 where segments[1] == "discovery" && segments[2] == "instance":
+        case 3 where dialect == .entra && segments[1] == "discovery" && segments[2] == "instance":
             return require("GET") { instanceDiscovery(request, context) }
         case 4 where segments[1] == "v2.0" && segments[2] == ".well-known" && segments[3] == "openid-configuration":
-            return require("GET") { openIDConfiguration(tenantSegment: segments[0], context) }
+            return require("GET") {
+                switch dialect {
+                case .entra: openIDConfiguration(tenantSegment: segments[0], context)
+                case .b2c(let policy): b2cConfiguration(tenantSegment: segments[0], policy: policy, context)
+                case .adfs: adfsConfiguration(context)
+                }
+            }
         case 4 where segments[1] == "discovery" && segments[2] == "v2.0" && segments[3] == "keys":
             return require("GET") { .json(["keys": .array([])]) }
         case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "devicecode":
-            return require("POST") { deviceAuthorization(request, tenantSegment: segments[0], context) }
+            return require("POST") { deviceAuthorization(request, tenantSegment: segments[0], dialect: dialect, context) }
         case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "authorize":
-            return require("GET") { authorize(request, tenantSegment: segments[0], context) }
+            return require("GET") { authorize(request, tenantSegment: segments[0], dialect: dialect, context) }
         case 4 where segments[1] == "oauth2" && segments[2] == "v2.0" && segments[3] == "token":
-            return require("POST") { token(request, tenantSegment: segments[0], context) }
+            return require("POST") { token(request, tenantSegment: segments[0], dialect: dialect, context) }
         default:
             return .text("Not found: \(request.path)\n", status: 404)
         }
@@ -105,8 +145,18 @@ extension LocalIdentityProvider {
 
     // MARK: - Tenants and errors
 
-    func resolveTenant(_ segment: String) -> ResolvedTenant? {
+    /// The tenant a path's tenant segment names in its dialect: for B2C, the B2C tenant by name or
+    /// ID; for AD FS, `adfs` (one tenant); for Entra, a group, a known tenant ID or a known domain.
+    func resolveTenant(_ segment: String, dialect: Dialect = .entra) -> ResolvedTenant? {
         let lower = segment.lowercased()
+        switch dialect {
+        case .entra: break
+        case .b2c:
+            let tenant = LocalIdentityProvider.b2cTenant
+            return lower == tenant.name || lower == tenant.id ? .single(tenant.id) : nil
+        case .adfs:
+            return lower == "adfs" ? .single("adfs") : nil
+        }
         if ["common", "organizations", "consumers"].contains(lower) { return .multi(lower) }
         return state.withLock { state in
             if state.tenants.contains(lower) { return .single(lower) }
@@ -270,8 +320,10 @@ extension LocalIdentityProvider {
 
     // MARK: - Device authorization (RFC 8628 §3.1, §3.2)
 
-    private func deviceAuthorization(_ request: HTTPServerRequest, tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
-        guard resolveTenant(tenantSegment) != nil else { return unknownTenant(tenantSegment, context) }
+    private func deviceAuthorization(
+        _ request: HTTPServerRequest, tenantSegment: String, dialect: Dialect, _ context: RequestContext
+    ) -> HTTPServerResponse {
+        guard resolveTenant(tenantSegment, dialect: dialect) != nil else { return unknownTenant(tenantSegment, context) }
         let form = request.formParameters
         guard let clientID = form["client_id"], !clientID.isEmpty else { return missingParameter("client_id", context) }
         guard isRegisteredClient(clientID) else { return unknownClient(clientID, tenantSegment, context) }
@@ -306,13 +358,13 @@ extension LocalIdentityProvider {
 
     // MARK: - Token endpoint
 
-    private func token(_ request: HTTPServerRequest, tenantSegment: String, _ context: RequestContext) -> HTTPServerResponse {
+    private func token(_ request: HTTPServerRequest, tenantSegment: String, dialect: Dialect, _ context: RequestContext) -> HTTPServerResponse {
         let form = request.formParameters
         let injected: Failure? = state.withLock { state in
             state.failures.isEmpty ? nil : state.failures.removeFirst()
         }
         if let injected { return respond(with: injected, context) }
-        guard let tenant = resolveTenant(tenantSegment) else { return unknownTenant(tenantSegment, context) }
+        guard let tenant = resolveTenant(tenantSegment, dialect: dialect) else { return unknownTenant(tenantSegment, context) }
         guard let grantType = form["grant_type"], !grantType.isEmpty else { return missingParameter("grant_type", context) }
         guard let clientID = form["client_id"], !clientID.isEmpty else { return missingParameter("client_id", context) }
         guard isRegisteredClient(clientID) else { return unknownClient(clientID, tenantSegment, context) }
@@ -320,13 +372,13 @@ extension LocalIdentityProvider {
         switch grantType {
         case "urn:ietf:params:oauth:grant-type:device_code":
             guard let deviceCode = form["device_code"], !deviceCode.isEmpty else { return missingParameter("device_code", context) }
-            return deviceCodeGrant(deviceCode: deviceCode, clientID: clientID, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
+            return deviceCodeGrant(deviceCode: deviceCode, clientID: clientID, tenant: tenant, dialect: dialect, wantsClientInfo: wantsClientInfo, context)
         case "authorization_code":
-            return authorizationCodeGrant(form: form, clientID: clientID, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
+            return authorizationCodeGrant(form: form, clientID: clientID, tenant: tenant, dialect: dialect, wantsClientInfo: wantsClientInfo, context)
         case "refresh_token":
             guard let refreshToken = form["refresh_token"], !refreshToken.isEmpty else { return missingParameter("refresh_token", context) }
             return refreshTokenGrant(
-                refreshToken: refreshToken, clientID: clientID, requestedScope: form["scope"], tenant: tenant,
+                refreshToken: refreshToken, clientID: clientID, requestedScope: form["scope"], tenant: tenant, dialect: dialect,
                 wantsClientInfo: wantsClientInfo, context)
         default:
             return errorResponse(
@@ -366,7 +418,7 @@ extension LocalIdentityProvider {
     /// RFC 8628 §3.4–§3.5 with Entra's error names (authorization_pending, authorization_declined,
     /// bad_verification_code, expired_token) and the RFC's `slow_down`.
     private func deviceCodeGrant(
-        deviceCode: String, clientID: String, tenant: ResolvedTenant, wantsClientInfo: Bool, _ context: RequestContext
+        deviceCode: String, clientID: String, tenant: ResolvedTenant, dialect: Dialect, wantsClientInfo: Bool, _ context: RequestContext
     ) -> HTTPServerResponse {
         let now = context.now
         let outcome: DevicePoll = state.withLock { state in
@@ -405,7 +457,9 @@ extension LocalIdentityProvider {
         case .error(let error, let codes, let message):
             return errorResponse(error, codes: codes, message: message, context)
         case .success(let username, let scopes, _):
-            return issueTokens(username: username, clientID: clientID, scopes: scopes, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
+            return issueTokens(
+                username: username, clientID: clientID, scopes: scopes, tenant: tenant, dialect: dialect,
+                wantsClientInfo: wantsClientInfo, context)
         }
     }
 
@@ -413,7 +467,7 @@ extension LocalIdentityProvider {
     /// not bound to one tenant) and rotate: each success returns a new one; the old one stays
     /// valid until it expires, as on Entra.
     private func refreshTokenGrant(
-        refreshToken: String, clientID: String, requestedScope: String?, tenant: ResolvedTenant,
+        refreshToken: String, clientID: String, requestedScope: String?, tenant: ResolvedTenant, dialect: Dialect,
         wantsClientInfo: Bool, _ context: RequestContext
     ) -> HTTPServerResponse {
         let now = context.now
@@ -447,7 +501,9 @@ extension LocalIdentityProvider {
             return errorResponse("invalid_grant", codes: failure.codes, message: failure.message, subError: failure.subError, context)
         case .success(let grant):
             let scopes = requestedScope.map(TokenMint.scopes).flatMap { $0.isEmpty ? nil : $0 } ?? grant.scopes
-            return issueTokens(username: grant.username, clientID: clientID, scopes: scopes, tenant: tenant, wantsClientInfo: wantsClientInfo, context)
+            return issueTokens(
+                username: grant.username, clientID: clientID, scopes: scopes, tenant: tenant, dialect: dialect,
+                wantsClientInfo: wantsClientInfo, context)
         }
     }
 
@@ -458,7 +514,7 @@ extension LocalIdentityProvider {
     }
 
     /// What a token response needs from the state, read under one lock.
-    private struct Issuance {
+    struct Issuance {
         var user: User
         var lifetime: TimeInterval
         var refreshLifetime: TimeInterval
@@ -477,7 +533,7 @@ extension LocalIdentityProvider {
     /// `nonce` is copied into the ID token (OpenID Connect Core §3.1.3.6), as Entra does for a
     /// code whose authorize request carried one.
     func issueTokens(
-        username: String, clientID: String, scopes: [String], tenant: ResolvedTenant, wantsClientInfo: Bool,
+        username: String, clientID: String, scopes: [String], tenant: ResolvedTenant, dialect: Dialect = .entra, wantsClientInfo: Bool,
         nonce: String? = nil, _ context: RequestContext
     ) -> HTTPServerResponse {
         let now = context.now
@@ -487,7 +543,7 @@ extension LocalIdentityProvider {
             }
             let homeTenant = user.tenantID.lowercased()
             var guestObjectID: String?
-            if case .single(let id) = tenant, id != homeTenant {
+            if dialect == .entra, case .single(let id) = tenant, id != homeTenant {
                 guestObjectID = state.guests[username]?[id]
                 if guestObjectID == nil && state.guestsMustBeInvited {
                     return .failure(RefreshFailure(
@@ -517,6 +573,11 @@ extension LocalIdentityProvider {
         switch tenant {
         case .multi: tokenTenant = homeTenant
         case .single(let id): tokenTenant = id
+        }
+        if dialect != .entra {
+            return issueTokens(
+                user: user, clientID: clientID, granted: granted, dialect: dialect, wantsClientInfo: wantsClientInfo,
+                nonce: nonce, issuance: issuance, context)
         }
         let objectID = tokenTenant == homeTenant
             ? user.objectID.lowercased()

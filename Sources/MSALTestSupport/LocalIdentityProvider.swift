@@ -444,6 +444,8 @@ struct ProviderState {
     var refreshIn: TimeInterval?
     var extendedExpiresIn: TimeInterval?
     var controlAPIEnabled = false
+    /// The B2C policies served, lowercased → as added.
+    var b2cPolicies: [String: String] = [:]
 
     /// One `metadata` entry of an instance discovery answer; hosts lowercased.
     struct InstanceMetadata {
