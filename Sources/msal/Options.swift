@@ -29,6 +29,7 @@ struct Options {
     var loginHint: String?
     var noBrowser = false
     var timeout: TimeInterval?
+    var knownAuthorities: [String] = []
     /// The arguments after a command that parses its own (`dev-provider`).
     var commandArguments: [String] = []
 
@@ -61,6 +62,7 @@ struct Options {
                 }
                 options.authorityType = type
             case "--client-id": options.clientID = try value(for: argument)
+            case "--known-authority": options.knownAuthorities.append(try value(for: argument))
             case "--scope": options.scopes.append(try value(for: argument))
             case "--account": options.account = try value(for: argument)
             case "--cache": options.cache = try value(for: argument)
@@ -141,6 +143,7 @@ struct Options {
       --authority URL             authority (env MSAL_AUTHORITY; default https://login.microsoftonline.com/common)
       --authority-type TYPE       aad, oidc, b2c or adfs; inferred from the URL when absent (env MSAL_AUTHORITY_TYPE)
       --client-id ID              application (client) ID (env MSAL_CLIENT_ID)
+      --known-authority HOST      a trusted B2C host (repeatable); B2C authorities need it
       --scope S                   a scope to request; repeat for several
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout
       --cache PATH                SQLite token cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite)

@@ -59,7 +59,9 @@ enum Tool {
         guard let clientID = options.clientID, !clientID.isEmpty else {
             throw UsageError(message: "--client-id (or MSAL_CLIENT_ID) is required")
         }
-        let authority = try Authority(options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType)
+        let authority = try Authority(
+            options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType,
+            knownAuthorities: Set(options.knownAuthorities))
         let path = options.cache ?? SQLiteTokenCacheStore.defaultPath()
         // Only a sign-in creates the cache: reading commands on a missing file (a mistyped path, or
         // nobody signed in yet) see an empty cache and create nothing.
