@@ -14,7 +14,10 @@ extension PublicClientApplication {
     /// `nonce` must match. The tokens are cached as for the device code.
     ///
     /// - Returns: the result, with ``AuthenticationResult/tokenSource`` `.identityProvider`.
-    /// - Throws: ``MSALError``: `.internal(.interactiveSessionAlreadyRunning)` when another
+    /// - Throws: ``MSALError``: `.internal(.sessionCanceled)` after
+    ///   ``cancelCurrentInteractiveSession()``; `.internal(.invalidState)` when a private-use-scheme
+    ///   redirect with a missing or foreign `state` is handed to ``handleResponse(url:)``;
+    ///   `.internal(.interactiveSessionAlreadyRunning)` when another
     ///   interactive sign-in of this application has not ended; `.internal(.mismatchedUser)` when
     ///   ``InteractiveTokenParameters/account`` was given and another user signed in (nothing is
     ///   cached); `.userCanceled` when the user declines (`access_denied`) or the task
@@ -36,12 +39,29 @@ extension PublicClientApplication {
                 message: "An interactive sign-in of this application is already running; wait for it to end.",
                 correlationID: correlationID)
         }
+        interactiveSessionCanceled.withLock { $0 = false }
         defer { interactiveSession.withLock { $0 = false } }
         do {
             return try await interactiveSignIn(parameters, correlationID: correlationID)
         } catch {
+            if interactiveSessionCanceled.withLock({ $0 }) {
+                throw MSALError(.internal, internalCode: .sessionCanceled, message: "The application canceled the interactive sign-in.", correlationID: correlationID)
+            }
             throw Self.interactiveFailure(error).filling(correlationID: correlationID)
         }
+    }
+
+    /// Ends the running interactive sign-in, if any: it throws `.internal(.sessionCanceled)` and its
+    /// loopback listener (if it has one) closes. For an app that lets the user give up from its own
+    /// window, as MSAL for iOS/macOS `cancelCurrentWebAuthSession`.
+    /// - Returns: `true` when a sign-in was running.
+    @discardableResult
+    public func cancelCurrentInteractiveSession() -> Bool {
+        guard interactiveSession.withLock({ $0 }) else { return false }
+        interactiveSessionCanceled.withLock { $0 = true }
+        interactiveListener.withLock { $0 }?.stop()
+        pendingAuthorizations.failAll(MSALError.internal(.sessionCanceled, "The application canceled the interactive sign-in."))
+        return true
     }
 
     /// Completes a pending interactive sign-in whose redirect URI is a private-use scheme: pass the
@@ -51,9 +71,10 @@ extension PublicClientApplication {
     /// scheme handler must pass the URL on, e.g. over D-Bus or a socket of the app's own). A URL
     /// that arrives before the flow starts waiting is kept for it.
     ///
-    /// - Returns: `true` when the URL is the configured redirect URI and its `state` belongs to a
-    ///   sign-in of this application in progress; `false` otherwise (another URL, an unknown or
-    ///   finished sign-in, a second delivery).
+    /// - Returns: `true` when the URL is the configured redirect URI and a sign-in of this
+    ///   application is in progress: with its `state` the sign-in completes, with a missing or
+    ///   foreign `state` it ends with `.internal(.invalidState)`; `false` otherwise (another URL, no
+    ///   sign-in in progress, a second delivery).
     public func handleResponse(url: URL) -> Bool {
         // Only the configured redirect URI (scheme, host and path; as MSAL for iOS/macOS checks).
         let expected = redirectURI.url
@@ -108,6 +129,9 @@ extension PublicClientApplication {
             // Bind first: with port 0 the request must carry the port the system chose.
             let listener = LoopbackRedirectListener(redirectURI: redirectURI.url, expectedState: request.state, timeout: parameters.timeout)
             request.redirectURI = try listener.start()
+            interactiveListener.withLock { $0 = listener }
+            defer { interactiveListener.withLock { $0 = nil } }
+            if interactiveSessionCanceled.withLock({ $0 }) { listener.stop() }
             response = try await flow.run(
                 request: request, listener: listener, tokenEndpoint: openID.tokenEndpoint,
                 correlationID: correlationID, onAuthorizationURL: onURL)
@@ -142,6 +166,7 @@ final class PendingAuthorizations: Sendable {
     private enum Slot {
         case registered
         case delivered(AuthorizationResponse)
+        case failed(MSALError)
         case waiting(CheckedContinuation<AuthorizationResponse, any Error>)
     }
 
@@ -164,16 +189,21 @@ final class PendingAuthorizations: Sendable {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    let early: AuthorizationResponse? = slots.withLock { slots in
-                        if case .delivered(let response)? = slots[state] {
+                    let early: Result<AuthorizationResponse, MSALError>? = slots.withLock { slots in
+                        switch slots[state] {
+                        case .delivered(let response)?:
                             slots[state] = nil
-                            return response
+                            return .success(response)
+                        case .failed(let error)?:
+                            slots[state] = nil
+                            return .failure(error)
+                        default:
+                            slots[state] = .waiting(continuation)
+                            return nil
                         }
-                        slots[state] = .waiting(continuation)
-                        return nil
                     }
                     if let early {
-                        continuation.resume(returning: early)
+                        continuation.resume(with: early.mapError { $0 as any Error })
                         return
                     }
                     Task { [weak self] in
@@ -197,10 +227,15 @@ final class PendingAuthorizations: Sendable {
     /// Hands the redirect to the sign-in of the URL's `state`.
     /// - Returns: whether a registered sign-in took it (`false` for an unknown state or a second delivery).
     func deliver(_ url: URL) -> Bool {
-        guard let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems,
-              let state = items.first(where: { $0.name == "state" })?.value,
+        let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        guard let state = items.first(where: { $0.name == "state" })?.value,
+              slots.withLock({ $0[state] != nil }),
               let response = AuthorizationResponse.parse(url: url, expectedState: state)
-        else { return false }
+        else {
+            // The redirect URI, but not this sign-in's state: end the running sign-in rather than
+            // let a forged or misrouted response through (one interactive sign-in runs at a time).
+            return failAll(MSALError.internal(.invalidState, "A redirect arrived with a missing or unknown state; the sign-in was ended (RFC 6749 §10.12)."))
+        }
         let waiter: CheckedContinuation<AuthorizationResponse, any Error>?? = slots.withLock { slots in
             switch slots[state] {
             case .registered?:
@@ -209,13 +244,31 @@ final class PendingAuthorizations: Sendable {
             case .waiting(let continuation)?:
                 slots[state] = nil
                 return .some(continuation)
-            case .delivered?, nil:
+            case .delivered?, .failed?, nil:
                 return nil
             }
         }
         guard let waiter else { return false }
         waiter?.resume(returning: response)
         return true
+    }
+
+    /// Ends every sign-in waiting or registered with `error`.
+    /// - Returns: whether there was one.
+    @discardableResult
+    func failAll(_ error: MSALError) -> Bool {
+        let states = slots.withLock { Array($0.keys) }
+        var ended = false
+        for state in states {
+            let registeredOnly = slots.withLock { slots -> Bool in
+                guard case .registered? = slots[state] else { return false }
+                // Not waiting yet: leave the failure for wait() to return.
+                slots[state] = .failed(error)
+                return true
+            }
+            ended = registeredOnly || finish(state: state, with: .failure(error)) || ended
+        }
+        return ended
     }
 
     @discardableResult

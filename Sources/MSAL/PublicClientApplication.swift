@@ -28,6 +28,10 @@ public final class PublicClientApplication: Sendable {
     let pendingAuthorizations = PendingAuthorizations()
     /// Whether an interactive sign-in is running (one at a time, as MSAL for iOS/macOS).
     let interactiveSession = Mutex(false)
+    /// Set by ``cancelCurrentInteractiveSession()`` for the running interactive sign-in.
+    let interactiveSessionCanceled = Mutex(false)
+    /// The running interactive sign-in's loopback listener, so it can be canceled.
+    let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
 
     /// Creates an application.
     /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has

@@ -75,6 +75,14 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         /// TLS), or `msauth.<other app id>://auth`); the message says which rule it broke. Thrown
         /// when the application is configured.
         case invalidRedirectURI
+        /// A redirect to the app's private-use scheme arrived for the running interactive sign-in
+        /// with a missing or foreign `state` (RFC 6749 §10.12: a forged or misrouted response); the
+        /// sign-in is ended rather than completed (MSAL for iOS/macOS `MSALInternalErrorInvalidState`).
+        case invalidState
+        /// The app ended the running interactive sign-in with
+        /// `PublicClientApplication.cancelCurrentInteractiveSession()` (MSAL for iOS/macOS
+        /// `MSALErrorSessionCanceled`).
+        case sessionCanceled
         /// An invariant of swift-msal was broken; please report it.
         case unexpected
     }

@@ -165,6 +165,47 @@ struct InteractiveSignInTests {
         #expect(refusedForeign.value != nil)
     }
 
+    @Test("A private-use-scheme redirect with a foreign state ends the sign-in with invalidState")
+    func invalidState() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let (application, _) = try customSchemeApplication(fixture, cacheName: "state")
+        let browser = ClosureBrowserLauncher { url in
+            Task {
+                guard let delivered = try? await location(of: url),
+                      var forged = URLComponents(url: delivered, resolvingAgainstBaseURL: false) else { return }
+                forged.queryItems = (forged.queryItems ?? []).map { $0.name == "state" ? URLQueryItem(name: "state", value: "forged") : $0 }
+                if let forgedURL = forged.url { _ = application.handleResponse(url: forgedURL) }
+            }
+            return true
+        }
+        await #expect(throws: MSALError.internal(.invalidState, "")) {
+            try await application.acquireToken(with: InteractiveTokenParameters(scopes: Self.scopes, browser: browser, timeout: 10))
+        }
+        #expect(try application.allAccounts().isEmpty)
+    }
+
+    @Test("cancelCurrentInteractiveSession ends a running sign-in with sessionCanceled and closes its listener")
+    func sessionCanceled() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        #expect(application.cancelCurrentInteractiveSession() == false)
+        let opened = URLBox()
+        let task = Task {
+            try await application.acquireToken(with: InteractiveTokenParameters(
+                scopes: Self.scopes, browser: ClosureBrowserLauncher { _ in true },
+                authorizationURLHandler: { url, browserOpened in opened.set(url, browserOpened) }, timeout: 30))
+        }
+        for _ in 0..<300 where opened.value == nil { try await Task.sleep(nanoseconds: 10_000_000) }
+        let authorize = try #require(opened.value?.url)
+        let redirect = try #require(URLComponents(url: authorize, resolvingAgainstBaseURL: false)?
+            .queryItems?.first { $0.name == "redirect_uri" }?.value.flatMap(URL.init(string:)))
+        #expect(application.cancelCurrentInteractiveSession())
+        await #expect(throws: MSALError.internal(.sessionCanceled, "")) { try await task.value }
+        #expect(!(try await isListening(redirect)))
+    }
+
     @Test("Redirect URIs that break a rule are refused when the application is created", arguments: [
         "urn:ietf:wg:oauth:2.0:oob", "https://app.example.com/callback", "http://localhost/cb#frag", "msauth.com.other.App://auth", "no-scheme",
     ])
@@ -183,4 +224,16 @@ final class URLBox: @unchecked Sendable {
     private var stored: (url: URL, browserOpened: Bool)?
     func set(_ url: URL, _ browserOpened: Bool) { lock.lock(); stored = (url, browserOpened); lock.unlock() }
     var value: (url: URL, browserOpened: Bool)? { lock.lock(); defer { lock.unlock() }; return stored }
+}
+
+/// Whether something accepts connections at the URL's host and port.
+private func isListening(_ url: URL) async throws -> Bool {
+    var request = URLRequest(url: url)
+    request.timeoutInterval = 2
+    do {
+        _ = try await URLSession(configuration: .ephemeral).data(for: request)
+        return true
+    } catch {
+        return false
+    }
 }
