@@ -81,6 +81,9 @@ extension LocalIdentityProvider {
                 return try failNext(body)
             case "/users":
                 let username = try required("username", body)
+                if users.contains(where: { $0.username.lowercased() == username.lowercased() }) {
+                    return controlError("A user '\(username)' exists already; usernames are unique.", status: 409)
+                }
                 let tenantID = body["tenant_id"]?.stringValue ?? users.first?.tenantID ?? LocalIdentityProvider.demoTenantID
                 let objectID = body["object_id"]?.stringValue ?? UUID().uuidString.lowercased()
                 let name = body["name"]?.stringValue ?? username

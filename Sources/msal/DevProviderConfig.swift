@@ -58,11 +58,20 @@ struct DevProviderConfig {
         }
         if root["users"] != nil {
             config.users = []
+            guard !(root["users"] as? [Any] ?? [1]).isEmpty else {
+                throw UsageError(message: "--config: users is empty; list at least one user (or leave users out for the demo user)")
+            }
             for entry in try objects(root["users"], "users") {
                 try checkKeys(entry, ["username", "object_id", "tenant_id", "name", "guest_in"], in: "a user")
                 let username = try string(entry, "username", in: "a user")
                 guard let tenantID = try optionalString(entry, "tenant_id", in: "a user") ?? config.tenants.first?.tenantID else {
                     throw UsageError(message: "--config: user '\(username)' needs a tenant_id (or list a tenant first)")
+                }
+                if !config.tenants.isEmpty, !config.tenants.contains(where: { $0.tenantID.lowercased() == tenantID.lowercased() }) {
+                    throw UsageError(message: "--config: user '\(username)' has tenant_id '\(tenantID)', which is not in tenants")
+                }
+                if config.users.contains(where: { $0.username.lowercased() == username.lowercased() }) {
+                    throw UsageError(message: "--config: the user '\(username)' is listed twice")
                 }
                 config.users.append(LocalIdentityProvider.User(
                     username: username, objectID: try string(entry, "object_id", in: "user '\(username)'"), tenantID: tenantID,

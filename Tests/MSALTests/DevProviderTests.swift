@@ -194,4 +194,17 @@ struct DevProviderTests {
         #expect(run.status == 2)
         #expect(run.stderr.contains("'tenant'"))
     }
+
+    @Test("Configurations that reference an unknown tenant, repeat a user or list no user are usage errors", arguments: [
+        (#"{"tenants": [{"tenant_id": "t1"}], "users": [{"username": "a@b.example", "object_id": "x", "tenant_id": "nope"}]}"#, "not in tenants"),
+        (#"{"users": [{"username": "a@b.example", "object_id": "x", "tenant_id": "t"}, {"username": "A@b.example", "object_id": "y", "tenant_id": "t"}]}"#, "listed twice"),
+        (#"{"users": []}"#, "users is empty"),
+    ])
+    func invalidConfigurations(config: String, message: String) async throws {
+        let directory = TemporaryDirectory()
+        try Data(config.utf8).write(to: URL(fileURLWithPath: directory.path("config.json")))
+        let run = try await ToolTests().msal(["dev-provider", "--config", directory.path("config.json")])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains(message))
+    }
 }

@@ -171,5 +171,7 @@ struct LocalIdentityProviderControlTests {
         #expect(added.status == 200)
         #expect(added.json["tenant_id"] as? String == LocalIdentityProvider.demoTenantID)
         #expect(try await client.signIn(as: "carol@contoso.example").status == 200)
+        let again = try await control(provider, "POST", "/_control/users", ["username": "Carol@contoso.example"])
+        #expect(again.status == 409)
     }
 }
