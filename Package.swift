@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "MSALNetwork", targets: ["MSALNetwork"]),
         .library(name: "MSALCache", targets: ["MSALCache"]),
         .library(name: "MSALCacheSQLite", targets: ["MSALCacheSQLite"]),
+        .library(name: "MSALCacheEncryptedFile", targets: ["MSALCacheEncryptedFile"]),
         .library(name: "MSALWebAuth", targets: ["MSALWebAuth"]),
         .library(name: "MSAL", targets: ["MSAL"]),
         .library(name: "MSALTestSupport", targets: ["MSALTestSupport"]),
@@ -29,6 +30,7 @@ let package = Package(
         .target(name: "MSALNetwork", dependencies: ["MSALCore"]),
         .target(name: "MSALCache", dependencies: ["MSALCore"]),
         .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
+        .target(name: "MSALCacheEncryptedFile", dependencies: ["MSALCache", "COpenSSL"]),
         .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
@@ -52,6 +54,10 @@ let package = Package(
         .testTarget(
             name: "MSALCacheSQLiteTests",
             dependencies: ["MSALCacheSQLite", "MSALTestSupport"]
+        ),
+        .testTarget(
+            name: "MSALCacheEncryptedFileTests",
+            dependencies: ["MSALCacheEncryptedFile", "MSALTestSupport"]
         ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(

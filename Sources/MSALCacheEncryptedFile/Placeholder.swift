@@ -1,0 +1,1 @@
+// MSALCacheEncryptedFile: being built (issue 5).
