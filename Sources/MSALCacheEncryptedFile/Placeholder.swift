@@ -1,1 +1,0 @@
-// MSALCacheEncryptedFile: being built (issue 5).
