@@ -9,12 +9,14 @@ import Testing
 enum Backend: String, CaseIterable, Sendable {
     case inMemory
     case sqlite
+    case jsonFile
 
-    /// Makes a store; SQLite ones live in `directory`. `name` lets two calls share one SQLite file.
-    func make(_ directory: TemporaryDirectory, name: String = "cache.sqlite") throws -> any TokenCacheStore {
+    /// Makes a store; file-based ones live in `directory`. `name` lets two calls share one file.
+    func make(_ directory: TemporaryDirectory, name: String? = nil) throws -> any TokenCacheStore {
         switch self {
         case .inMemory: InMemoryTokenCacheStore()
-        case .sqlite: try SQLiteTokenCacheStore(path: directory.file(name))
+        case .sqlite: try SQLiteTokenCacheStore(path: directory.file(name ?? "cache.sqlite"))
+        case .jsonFile: try JSONFileTokenCacheStore(path: directory.file(name ?? "msal_token_cache.json"))
         }
     }
 }
@@ -110,7 +112,7 @@ struct StoreConformanceTests {
     func readersSeeWholeChanges(backend: Backend) throws {
         let directory = try TemporaryDirectory()
         let writer = try backend.make(directory)
-        // For SQLite the reader is a second connection to the same file.
+        // For file-based stores the reader is a second store (connection) on the same file.
         let reader = backend == .inMemory ? writer : try backend.make(directory)
         let finished = Flag()
         let failure = Mutex<(any Error)?>(nil)

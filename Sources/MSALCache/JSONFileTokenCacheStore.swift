@@ -1,0 +1,106 @@
+public import Foundation
+public import MSALCore
+internal import Synchronization
+
+/// A token cache store in one plain JSON file in MSAL's unified schema: the format MSAL Python's
+/// `SerializableTokenCache`, MSAL .NET's `SerializeMsalV3` and the Azure CLI (`msal_token_cache.json`)
+/// write, so those tools and swift-msal can share one cache.
+///
+/// - Important: the file is **plaintext**: anyone who can read it can use the refresh tokens in it.
+///   Use it for interoperability only; prefer the SQLite or encrypted-file store otherwise. The file
+///   is written with mode 0600 and missing directories are created with 0700.
+/// - **Guarantees** (those of ``TokenCacheStore``), built on ``LockedFile``: every ``apply(_:)``
+///   takes the exclusive lock on `<path>.lock`, reads the file, applies the change and replaces the
+///   file atomically (temporary file, `fsync`, rename), so writers in this and other processes
+///   (msal-extensions uses the same `<path>.lock` convention) never lose each other's changes, and
+///   readers, which take no lock, see one committed state.
+/// - **Keeps what it does not know.** Unknown top-level sections, unknown fields of entries and
+///   entries it cannot read are written back unchanged (see ``TokenCacheContents/init(msalJSON:)``).
+/// - **Never overwrites what is not a cache.** A missing or empty file is an empty cache; a file that
+///   is not MSAL JSON is refused with an error and left untouched.
+/// - **Change detection.** ``changeStamp()`` hashes the file's inode, size and modification time
+///   (nanoseconds), plus this store's own write count; no read of the content.
+/// - **Access groups.** A JSON file holds one group: MSAL's schema has no partition for them. Use one
+///   file per access group.
+///
+/// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
+/// wrong and what to do; never a token.
+public final class JSONFileTokenCacheStore: TokenCacheStore {
+    /// The cache file's path.
+    public var path: String { file.path }
+
+    private let file: LockedFile
+    private let ownWrites = Atomic<UInt64>(0)
+
+    /// Uses the JSON cache file at `path`; creates nothing until the first change.
+    /// - Parameters:
+    ///   - path: the cache file, e.g. `~/.azure/msal_token_cache.json`.
+    ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or names something that
+    ///   is not a regular file.
+    public init(path: String, lockTimeout: TimeInterval = 10) throws(MSALError) {
+        file = try LockedFile(path: path, lockTimeout: lockTimeout)
+    }
+
+    // MARK: TokenCacheStore
+
+    /// Reads and parses the file (no lock needed: it is only ever replaced whole).
+    /// - Returns: the contents; empty when the file is missing or empty.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read or is not MSAL JSON.
+    public func readAll() throws(MSALError) -> TokenCacheContents {
+        try parse(file.read())
+    }
+
+    /// Locks, reads, applies the change and replaces the file atomically.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file is not MSAL JSON (left
+    ///   untouched), stays locked beyond the timeout, or cannot be written; then nothing was stored.
+    public func apply(_ change: TokenCacheChange) throws(MSALError) {
+        _ = try applyReportingStamps(change)
+    }
+
+    /// A hash of the file's (inode, size, modification time) plus this store's own write count.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be examined.
+    public func changeStamp() throws(MSALError) -> UInt64 {
+        try Self.hash(file.status()) &+ ownWrites.load(ordering: .acquiring)
+    }
+
+    /// Applies the change under the lock and reads both stamps while holding it.
+    /// - Returns: the change stamps before and after the change.
+    /// - Throws: as ``apply(_:)``.
+    public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
+        try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
+            let before = try changeStamp()
+            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
+            var contents = try parse(file.read())
+            contents.apply(change)
+            try file.replace(with: contents.msalJSON())
+            ownWrites.add(1, ordering: .acquiringAndReleasing)
+            return AppliedChangeStamps(before: before, after: try changeStamp())
+        }
+    }
+
+    // MARK: Helpers
+
+    private func parse(_ data: Data?) throws(MSALError) -> TokenCacheContents {
+        guard let data else { return TokenCacheContents() }
+        do {
+            return try TokenCacheContents(msalJSON: data)
+        } catch _ {
+            throw .internal(
+                .cacheError,
+                "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
+        }
+    }
+
+    /// FNV-1a over the status fields: stable, cheap; a missing file hashes to a constant.
+    private static func hash(_ status: LockedFile.Status?) -> UInt64 {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        guard let status else { return value }
+        for field in [status.inode, UInt64(bitPattern: status.size), UInt64(bitPattern: status.modificationTimeNanoseconds)] {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                value = (value ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01b3
+            }
+        }
+        return value
+    }
+}

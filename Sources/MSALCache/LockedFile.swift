@@ -1,0 +1,244 @@
+public import Foundation
+public import MSALCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One file shared between threads and processes: atomic whole-file replacement and a
+/// cross-process exclusive lock, the building block of the file-based token cache backends
+/// (``JSONFileTokenCacheStore``, the encrypted file store).
+///
+/// - **Exclusion.** ``withExclusiveLock(_:)`` holds `flock(LOCK_EX)` on the sibling lock file
+///   `<path>.lock`, opened anew for each call, so it excludes other threads of this process (each
+///   call has its own open file description) and other processes alike. The kernel releases the lock
+///   when its holder dies, so there are no stale locks; the lock file itself stays (it is empty).
+/// - **Atomic replacement.** ``replace(with:)`` writes a temporary file (mode 0600) in the same
+///   directory, `fsync`s it, renames it over the target and `fsync`s the directory: a reader (which
+///   needs no lock) sees the old or the new content, never a mix, also after a crash.
+/// - **Files.** Missing directories are created with mode 0700, the file and lock file with 0600.
+///
+/// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, the reason and
+/// what to do.
+///
+/// Source: msal-extensions' `CrossPlatLock` (a lock file beside the cache) and the
+/// write-temp-then-rename pattern of MSAL .NET's and msal-extensions' file persistence.
+public struct LockedFile: Sendable {
+    /// The file's path.
+    public let path: String
+    /// How long ``withExclusiveLock(_:)`` waits for another holder before failing, in seconds.
+    public let lockTimeout: TimeInterval
+
+    /// The lock file's path: `<path>.lock`.
+    public var lockPath: String { path + ".lock" }
+
+    /// The identity of one version of the file, for cheap change detection.
+    public struct Status: Sendable, Hashable {
+        /// The inode number (a replacement gives the file a new inode).
+        public var inode: UInt64
+        /// The size in bytes.
+        public var size: Int64
+        /// The modification time in nanoseconds since 1970.
+        public var modificationTimeNanoseconds: Int64
+    }
+
+    /// Describes the file at `path`; creates nothing.
+    /// - Parameters:
+    ///   - path: the file; its directory is created (0700) when first needed.
+    ///   - lockTimeout: how long to wait for the lock (default 10 seconds).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or exists and is not a
+    ///   regular file.
+    public init(path: String, lockTimeout: TimeInterval = 10) throws(MSALError) {
+        guard !path.isEmpty, !path.hasSuffix("/") else {
+            throw .internal(.cacheError, "The token cache path '\(path)' is not a file path; pass a file path such as ~/.local/share/msal/msal_token_cache.json.")
+        }
+        self.path = path
+        self.lockTimeout = lockTimeout
+        var info = stat()
+        if lstat(path, &info) == 0, info.st_mode & S_IFMT != S_IFREG, stat(path, &info) != 0 || info.st_mode & S_IFMT != S_IFREG {
+            throw .internal(.cacheError, "The token cache path '\(path)' exists but is not a regular file. Choose another path.")
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads the whole file.
+    /// - Returns: its content, or `nil` when the file does not exist.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when it exists but cannot be read.
+    public func read() throws(MSALError) -> Data? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw failure("Cannot open the token cache file '\(path)'", code, "Check that it is readable by this user.")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw .internal(.cacheError, "The token cache path '\(path)' is not a regular file. Choose another path.")
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { posixRead(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw failure("Cannot read the token cache file '\(path)'", code, "Check the file and the disk.")
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    /// The file's current ``Status``, or `nil` when it does not exist.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when it cannot be examined.
+    public func status() throws(MSALError) -> Status? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw failure("Cannot examine the token cache file '\(path)'", code, "Check that its directory is accessible to this user.")
+        }
+        return Status(
+            inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec))
+    }
+
+    // MARK: Writing
+
+    /// Replaces the file's content atomically: writes a temporary file (mode 0600) in the same
+    /// directory, `fsync`s it, renames it over the file and `fsync`s the directory. Creates missing
+    /// directories (mode 0700). Call it inside ``withExclusiveLock(_:)`` for a read-modify-write.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when it could not be written; then the file
+    ///   is unchanged and no temporary file is left behind.
+    public func replace(with data: Data) throws(MSALError) {
+        try prepareDirectory()
+        let directory = directoryPath
+        let name = (path as NSString).lastPathComponent
+        var temporary = ""
+        var descriptor: Int32 = -1
+        for _ in 0..<8 {
+            temporary = directory + "/." + name + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if descriptor >= 0 || errno != EEXIST { break }
+        }
+        guard descriptor >= 0 else {
+            throw failure("Cannot create a temporary file in '\(directory)' to write the token cache", errno, "Check that the directory is writable by this user.")
+        }
+        var renamed = false
+        defer {
+            if descriptor >= 0 { close(descriptor) }
+            if !renamed { unlink(temporary) }
+        }
+        fchmod(descriptor, 0o600)
+        let writeError: Int32 = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int32 in
+            var offset = 0
+            while offset < bytes.count {
+                let written = posixWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    let code = errno
+                    if code == EINTR { continue }
+                    return code
+                }
+                offset += written
+            }
+            return 0
+        }
+        if writeError != 0 {
+            throw failure("Cannot write the token cache file '\(path)'", writeError, "Check the free disk space; the file was left unchanged.")
+        }
+        if fsync(descriptor) != 0 {
+            throw failure("Cannot flush the token cache file '\(path)' to disk", errno, "Check the disk; the file was left unchanged.")
+        }
+        close(descriptor)
+        descriptor = -1
+        if rename(temporary, path) != 0 {
+            throw failure("Cannot replace the token cache file '\(path)'", errno, "Check that the directory is writable by this user; the file was left unchanged.")
+        }
+        renamed = true
+        let directoryDescriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryDescriptor >= 0 {
+            _ = fsync(directoryDescriptor)
+            close(directoryDescriptor)
+        }
+    }
+
+    // MARK: Locking
+
+    /// Runs `body` while holding the exclusive lock on ``lockPath``, which serializes it with every
+    /// other holder in this and other processes. Creates missing directories (0700) and the lock file
+    /// (0600). Waits up to ``lockTimeout`` for another holder.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the lock file cannot be opened or the
+    ///   lock is held beyond ``lockTimeout``, or what `body` throws.
+    public func withExclusiveLock<T>(_ body: () throws(MSALError) -> T) throws(MSALError) -> T {
+        try prepareDirectory()
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw failure("Cannot open the token cache lock file '\(lockPath)'", errno, "Check that the directory is writable by this user.")
+        }
+        defer { close(descriptor) }  // closing releases the lock
+        let deadline = Date().addingTimeInterval(lockTimeout)
+        var pause: UInt32 = 200  // microseconds
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EWOULDBLOCK else {
+                throw failure("Cannot lock the token cache file '\(lockPath)'", code, "Check that the file system supports flock.")
+            }
+            if Date() >= deadline {
+                throw .internal(
+                    .cacheError,
+                    "The token cache '\(path)' stayed locked by another thread or process for more than \(Int(lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
+            }
+            usleep(pause)
+            pause = min(pause * 2, 10_000)
+        }
+        return try body()
+    }
+
+    // MARK: Helpers
+
+    private var directoryPath: String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
+    }
+
+    /// Creates the missing directories of ``path`` with mode 0700.
+    private func prepareDirectory() throws(MSALError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        guard !directory.isEmpty else { return }
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw .internal(.cacheError, "Cannot use the token cache '\(path)': '\(prefix)' is not a directory. Choose another path.")
+                }
+                continue
+            }
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw failure("Cannot create the directory '\(prefix)' for the token cache", errno, "Create it, make its parent writable, or choose another path.")
+            }
+        }
+    }
+
+    private func failure(_ what: String, _ code: Int32, _ advice: String) -> MSALError {
+        .internal(.cacheError, "\(what) (\(String(cString: strerror(code)))). \(advice)")
+    }
+}
+
+/// `read(2)`, callable where a method named `read` shadows it.
+private func posixRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+
+/// `write(2)`, callable where a method shadows it.
+private func posixWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(descriptor, buffer, count)
+}

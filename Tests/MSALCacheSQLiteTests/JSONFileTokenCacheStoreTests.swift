@@ -1,0 +1,167 @@
+import Foundation
+import MSALCache
+import MSALCore
+import Testing
+
+/// MSAL Python's cache files (Tests/MSALCacheTests/Fixtures), read from the source tree.
+private enum PythonFixture {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("MSALCacheTests/Fixtures")
+
+    static func data(_ name: String) throws -> Data {
+        try Data(contentsOf: directory.appendingPathComponent("\(name).json"))
+    }
+}
+
+private func decodeJSON(_ data: Data) throws -> JSONValue {
+    try JSONDecoder().decode(JSONValue.self, from: data)
+}
+
+private func encode(_ value: JSONValue) throws -> Data {
+    try JSONEncoder().encode(value)
+}
+
+@Suite("JSON file token cache store")
+struct JSONFileTokenCacheStoreTests {
+    @Test("An MSAL Python cache is read, changed and written back with unknown fields and sections kept")
+    func pythonFixtureRoundTrip() throws {
+        // The fixture plus what a newer MSAL might add: an unknown section and an unknown entry field.
+        guard case .object(var root) = try decodeJSON(PythonFixture.data("single_account")) else {
+            Issue.record("fixture is not an object")
+            return
+        }
+        root["FutureSection"] = .object(["k": .array([.string("v"), .number(2), .null])])
+        guard case .object(var accessTokens) = root["AccessToken"], let (atKey, atValue) = accessTokens.first,
+              case .object(var atObject) = atValue else {
+            Issue.record("fixture has no access token")
+            return
+        }
+        atObject["future_field"] = .object(["nested": .bool(true)])
+        accessTokens[atKey] = .object(atObject)
+        root["AccessToken"] = .object(accessTokens)
+
+        let directory = try TemporaryDirectory()
+        let path = directory.file("msal_token_cache.json")
+        try encode(.object(root)).write(to: URL(fileURLWithPath: path))
+
+        let store = try JSONFileTokenCacheStore(path: path)
+        let contents = try store.readAll()
+        #expect(contents.accessTokens.count == 1)
+        #expect(contents.refreshTokens.count == 1)
+        #expect(contents.accounts.count == 1)
+        #expect(contents.accessTokens[atKey]?.additionalFields["future_field"] == .object(["nested": .bool(true)]))
+        #expect(contents.unknownSections["FutureSection"] != nil)
+
+        let added = Sample.accessToken(home: "new.t", secret: "AT-new")
+        try store.apply(TokenCacheChange(upserts: [.accessToken(added)]))
+
+        var expected = root
+        accessTokens[added.key] = try decodeJSON(CacheEntry.accessToken(added).msalJSONData())
+        expected["AccessToken"] = .object(accessTokens)
+        let onDisk = try decodeJSON(Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(onDisk == .object(expected))
+        #expect(try permissions(path) == 0o600)
+        #expect(try store.readAll().accessTokens[added.key] == added)
+
+        // Another store on the same file sees the change.
+        #expect(try JSONFileTokenCacheStore(path: path).readAll().accessTokens.count == 2)
+    }
+
+    @Test("A missing or empty file is an empty cache; reading creates nothing")
+    func missingAndEmpty() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("absent/msal_token_cache.json")
+        let store = try JSONFileTokenCacheStore(path: path)
+        #expect(try store.readAll() == TokenCacheContents())
+        #expect(try store.changeStamp() == store.changeStamp())
+        #expect(!FileManager.default.fileExists(atPath: directory.file("absent")))
+
+        let empty = directory.file("empty.json")
+        try Data().write(to: URL(fileURLWithPath: empty))
+        #expect(try JSONFileTokenCacheStore(path: empty).readAll() == TokenCacheContents())
+    }
+
+    @Test("New files are 0600 in directories created 0700; the lock file is a sibling")
+    func fileModes() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("a/b/msal_token_cache.json")
+        let store = try JSONFileTokenCacheStore(path: path)
+        try store.apply(TokenCacheChange(upserts: [.account(Sample.account(home: "h.t"))]))
+        #expect(try permissions(path) == 0o600)
+        #expect(try permissions(path + ".lock") == 0o600)
+        #expect(try permissions(directory.file("a")) == 0o700)
+        #expect(try permissions(directory.file("a/b")) == 0o700)
+        // Only the cache and its lock file: no temporary file left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.file("a/b")).sorted()
+            == ["msal_token_cache.json", "msal_token_cache.json.lock"])
+
+        // A group-readable file is replaced by a 0600 one on the next write.
+        chmod(path, 0o644)
+        try store.apply(TokenCacheChange(upserts: [.account(Sample.account(home: "g.t"))]))
+        #expect(try permissions(path) == 0o600)
+    }
+
+    @Test("A file that is not MSAL JSON is refused with a clear error and left untouched",
+          arguments: ["not json at all {", "[1, 2, 3]", "{\"AccessToken\": 5}"])
+    func foreignFile(text: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("settings.json")
+        let original = Data(text.utf8)
+        try original.write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o644)
+        let store = try JSONFileTokenCacheStore(path: path)
+        #expect {
+            try store.readAll()
+        } throws: { isCacheError($0, containing: "is not an MSAL JSON token cache") && isCacheError($0, containing: path) }
+        #expect {
+            try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "h.t", secret: "AT-secret"))]))
+        } throws: { isCacheError($0, containing: "left it untouched") && !isCacheError($0, containing: "AT-secret") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == original)
+        #expect(try permissions(path) == 0o644)
+    }
+
+    @Test("A path that is a directory or empty is refused")
+    func badPaths() throws {
+        let directory = try TemporaryDirectory()
+        #expect { try JSONFileTokenCacheStore(path: directory.path) } throws: { isCacheError($0, containing: "not a regular file") }
+        #expect { try JSONFileTokenCacheStore(path: "") } throws: { isCacheError($0, containing: "not a file path") }
+    }
+
+    @Test("changeStamp sees writes by another store on the same file")
+    func stampSeesOtherWriters() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("msal_token_cache.json")
+        let first = try JSONFileTokenCacheStore(path: path)
+        let second = try JSONFileTokenCacheStore(path: path)
+        var seen: Set<UInt64> = [try first.changeStamp()]
+        for i in 0..<5 {
+            try second.apply(TokenCacheChange(upserts: [.account(Sample.account(home: "h\(i).t"))]))
+            #expect(seen.insert(try first.changeStamp()).inserted)
+        }
+    }
+
+    @Test("Two stores on one file, written from several threads, lose nothing")
+    func twoStoresManyThreads() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("msal_token_cache.json")
+        let stores = [try JSONFileTokenCacheStore(path: path), try JSONFileTokenCacheStore(path: path)]
+        let failures = Flag()
+        let group = DispatchGroup()
+        for worker in 0..<4 {
+            group.enter()
+            let thread = Thread {
+                defer { group.leave() }
+                for i in 0..<25 {
+                    let entry = CacheEntry.accessToken(Sample.accessToken(home: "w\(worker)-\(i).t", secret: "AT"))
+                    do { try stores[(worker + i) % 2].apply(TokenCacheChange(upserts: [entry])) } catch { failures.set() }
+                }
+            }
+            thread.start()
+        }
+        group.wait()
+        #expect(!failures.isSet)
+        #expect(try stores[0].readAll().accessTokens.count == 100)
+        #expect(try stores[1].readAll().accessTokens.count == 100)
+    }
+}
