@@ -1,0 +1,224 @@
+public import Foundation
+public import MSALCache
+public import MSALCore
+internal import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A token cache store in one encrypted file: MSAL's unified JSON schema (as
+/// ``JSONFileTokenCacheStore`` writes it) sealed with ``EncryptedCacheFormat`` (AES-256-GCM,
+/// a fresh random nonce on every write, the header authenticated).
+///
+/// - **Guarantees** (those of ``TokenCacheStore``), built on ``LockedFile`` exactly as
+///   ``JSONFileTokenCacheStore``: every ``apply(_:)`` takes the exclusive lock on `<path>.lock`,
+///   reads and decrypts the file, applies the change, seals it again and replaces the file
+///   atomically (temporary file, `fsync`, rename, directory `fsync`); readers take no lock and see
+///   one committed state. The file is written with mode 0600, missing directories with 0700.
+/// - **Never overwrites what it cannot open.** A missing file is an empty cache. A file that does not
+///   decrypt — wrong key or passphrase, altered, truncated (an empty file included), or not an
+///   encrypted cache at all — is refused by ``readAll()`` and ``apply(_:)`` alike with
+///   `.internal(.cacheError)`, and its bytes are left untouched, so a mistyped passphrase cannot
+///   destroy the cache.
+/// - **Keys.** See ``KeySource``: a key, a key file (32 raw bytes, mode 0600, created when missing)
+///   or a passphrase (scrypt, with the salt in the file header).
+/// - **Change detection.** ``changeStamp()`` hashes the file's inode, size and modification time
+///   plus this store's own write count; it reads no content.
+/// - **Access groups.** One file holds one group; use one file per access group.
+///
+/// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
+/// wrong and what to do; never a token or key.
+///
+/// Sources: the cache file layout of ``EncryptedCacheFormat`` (NIST SP 800-38D for GCM, RFC 7914
+/// for scrypt); msal-extensions' `FilePersistenceWithDataProtection` / `LibsecretPersistence`
+/// (an encrypted blob of MSAL's unified JSON behind a `<path>.lock` `CrossPlatLock`).
+public final class EncryptedFileTokenCacheStore: TokenCacheStore {
+    /// Where the file's key comes from.
+    public enum KeySource: Sendable {
+        /// This key (e.g. from a keyring). The file header records KDF "raw key".
+        case key(EncryptedCacheKey)
+        /// A key file holding exactly 32 raw key bytes. It must be mode 0600 (no group or other
+        /// permission bits) and is refused otherwise; when missing it is created with a random key
+        /// (``EncryptedCacheKey/random()``), mode 0600, its missing directories 0700.
+        case keyFile(path: String)
+        /// A passphrase, stretched with scrypt (RFC 7914). The salt and parameters are stored in the
+        /// file header: an existing file's are used to open and rewrite it; a new file gets a fresh
+        /// 16-byte salt and `parameters`.
+        case passphrase(String, parameters: ScryptParameters = .init())
+    }
+
+    /// The cache file's path.
+    public var path: String { file.path }
+
+    private let file: LockedFile
+    private let source: ResolvedSource
+    private let ownWrites = Atomic<UInt64>(0)
+    /// The last passphrase-derived key and the KDF (parameters and salt) it was derived with.
+    private let derived = Mutex<(kdf: KDFInfo, key: EncryptedCacheKey)?>(nil)
+
+    private enum ResolvedSource: Sendable {
+        case key(EncryptedCacheKey)
+        case passphrase(String, ScryptParameters)
+    }
+
+    /// Uses the encrypted cache file at `path`; creates no cache file until the first change (a
+    /// missing key file of ``KeySource/keyFile(path:)`` is created now).
+    /// - Parameters:
+    ///   - path: the cache file, e.g. `~/.local/share/msal/msal_token_cache.bin`.
+    ///   - keySource: where the key comes from.
+    ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or not a regular file,
+    ///   or the key file is readable by group or others, is not 32 bytes, or cannot be read or created;
+    ///   `.internal(.invalidParameter)` for invalid scrypt parameters.
+    public init(path: String, keySource: KeySource, lockTimeout: TimeInterval = 10) throws(MSALError) {
+        file = try LockedFile(path: path, lockTimeout: lockTimeout)
+        switch keySource {
+        case let .key(key):
+            source = .key(key)
+        case let .keyFile(keyPath):
+            source = .key(try Self.loadOrCreateKeyFile(keyPath))
+        case let .passphrase(passphrase, parameters):
+            _ = try parameters.validatedMemoryLimit()
+            source = .passphrase(passphrase, parameters)
+        }
+    }
+
+    // MARK: TokenCacheStore
+
+    /// Reads, decrypts and parses the file (no lock needed: it is only ever replaced whole).
+    /// - Returns: the contents; empty when the file is missing.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read or decrypted
+    ///   (wrong key or passphrase, altered, truncated) or is not MSAL JSON inside.
+    public func readAll() throws(MSALError) -> TokenCacheContents {
+        try decode(file.read()).contents
+    }
+
+    /// Locks, reads and decrypts, applies the change, seals and replaces the file atomically.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be opened (left
+    ///   untouched), stays locked beyond the timeout, or cannot be written; then nothing was stored.
+    public func apply(_ change: TokenCacheChange) throws(MSALError) {
+        _ = try applyReportingStamps(change)
+    }
+
+    /// A hash of the file's (inode, size, modification time) plus this store's own write count.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be examined.
+    public func changeStamp() throws(MSALError) -> UInt64 {
+        try Self.hash(file.status()) &+ ownWrites.load(ordering: .acquiring)
+    }
+
+    /// Applies the change under the lock and reads both stamps while holding it.
+    /// - Returns: the change stamps before and after the change.
+    /// - Throws: as ``apply(_:)``.
+    public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
+        try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
+            let before = try changeStamp()
+            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
+            // Decrypt first: a file that does not open is never written over.
+            var (contents, kdf, key) = try decode(file.read())
+            contents.apply(change)
+            if kdf == nil { (kdf, key) = try newFileKey() }
+            try file.replace(with: EncryptedCacheFormat.seal(contents.msalJSON(), key: key!, kdf: kdf!))
+            ownWrites.add(1, ordering: .acquiringAndReleasing)
+            return AppliedChangeStamps(before: before, after: try changeStamp())
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Decrypts and parses `data`. - Returns: the contents and, for an existing file, its KDF and key.
+    private func decode(_ data: Data?) throws(MSALError) -> (contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
+        guard let data else { return (TokenCacheContents(), nil, nil) }
+        var used: (KDFInfo, EncryptedCacheKey)?
+        let plaintext: Data
+        do {
+            plaintext = try EncryptedCacheFormat.open(data) { (kdf: KDFInfo) throws(MSALError) -> EncryptedCacheKey in
+                let key = try self.key(for: kdf)
+                used = (kdf, key)
+                return key
+            }
+        } catch {
+            throw .internal(
+                .cacheError,
+                "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched. Use the right key or passphrase, or delete the file to start over; users will sign in again.")
+        }
+        do {
+            return (try TokenCacheContents(msalJSON: plaintext), used?.0, used?.1)
+        } catch _ {
+            throw .internal(
+                .cacheError,
+                "The encrypted token cache '\(path)' decrypted, but its content is not MSAL JSON, so swift-msal left it untouched. Delete the file if it is a damaged cache; users will sign in again.")
+        }
+    }
+
+    /// The key for a file whose header says `kdf`.
+    private func key(for kdf: KDFInfo) throws(MSALError) -> EncryptedCacheKey {
+        switch source {
+        case let .key(key):
+            guard kdf == .rawKey else {
+                throw .internal(.cacheError, "The file is protected by a passphrase, but this store was given a key or key file.")
+            }
+            return key
+        case let .passphrase(passphrase, _):
+            guard case .scrypt = kdf else {
+                throw .internal(.cacheError, "The file is protected by a key file or keyring key, but this store was given a passphrase.")
+            }
+            if let cached = derived.withLock({ $0 }), cached.kdf == kdf { return cached.key }
+            let key = try kdf.deriveKey(passphrase: passphrase)
+            derived.withLock { $0 = (kdf, key) }
+            return key
+        }
+    }
+
+    /// The KDF and key for a file written for the first time (a fresh salt for a passphrase).
+    private func newFileKey() throws(MSALError) -> (KDFInfo?, EncryptedCacheKey?) {
+        switch source {
+        case let .key(key):
+            return (.rawKey, key)
+        case let .passphrase(_, parameters):
+            let kdf = try KDFInfo.freshScrypt(parameters: parameters)
+            return (kdf, try key(for: kdf))
+        }
+    }
+
+    /// Reads the key file at `keyPath`, or creates it with a random key (0600; directories 0700).
+    private static func loadOrCreateKeyFile(_ keyPath: String) throws(MSALError) -> EncryptedCacheKey {
+        let keyFile = try LockedFile(path: keyPath)
+        // Serialize creation with other processes starting at the same time.
+        return try keyFile.withExclusiveLock { () throws(MSALError) -> EncryptedCacheKey in
+            var info = stat()
+            if stat(keyPath, &info) == 0 {
+                let mode = info.st_mode & 0o777
+                guard mode & 0o077 == 0 else {
+                    throw .internal(
+                        .cacheError,
+                        "The key file '\(keyPath)' of the encrypted token cache has mode \(String(mode, radix: 8)), so other users may read it; swift-msal refuses to use it. Run `chmod 600 '\(keyPath)'`, or delete it and the cache file to start over.")
+                }
+                guard let data = try keyFile.read(), data.count == EncryptedCacheKey.byteCount else {
+                    throw .internal(
+                        .cacheError,
+                        "The key file '\(keyPath)' of the encrypted token cache does not hold exactly \(EncryptedCacheKey.byteCount) bytes. Restore it, or delete it and the cache file to start over.")
+                }
+                return try EncryptedCacheKey(rawKey: [UInt8](data))
+            }
+            let key = try EncryptedCacheKey.random()
+            try keyFile.replace(with: Data(key.bytes))
+            return key
+        }
+    }
+
+    /// FNV-1a over the status fields: stable, cheap; a missing file hashes to a constant.
+    private static func hash(_ status: LockedFile.Status?) -> UInt64 {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        guard let status else { return value }
+        for field in [status.inode, UInt64(bitPattern: status.size), UInt64(bitPattern: status.modificationTimeNanoseconds)] {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                value = (value ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01b3
+            }
+        }
+        return value
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import MSALCache
+@testable import MSALCacheEncryptedFile
+import MSALCore
+import Testing
+
+/// A fresh directory under the system temp dir, removed when the value goes away.
+final class EncTemporaryDirectory: Sendable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("msal-encstore-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+enum EncSample {
+    static let environment = "login.microsoftonline.com"
+    static let clientID = "c11e0000-0000-4000-8000-000000000001"
+    static let tenant = "aaaaaaaa-0000-4000-8000-00000000aaaa"
+    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    static func accessToken(home: String, secret: String) -> AccessTokenEntry {
+        AccessTokenEntry(
+            homeAccountID: home, environment: environment, clientID: clientID, realm: tenant, target: "User.Read",
+            secret: secret, cachedAt: t0, expiresOn: t0.addingTimeInterval(3600))
+    }
+
+    static func upsert(_ home: String, _ secret: String = "AT") -> TokenCacheChange {
+        TokenCacheChange(upserts: [.accessToken(accessToken(home: home, secret: secret))])
+    }
+}
+
+private func mode(_ path: String) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: path)
+    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
+
+/// The cache error `body` throws (failing the test when it throws none or another).
+private func cacheError(_ body: () throws -> Void) -> MSALError? {
+    do {
+        try body()
+        Issue.record("expected a cache error")
+        return nil
+    } catch let error as MSALError {
+        #expect(error == .internal(.cacheError, ""))
+        return error
+    } catch {
+        Issue.record("unexpected error \(error)")
+        return nil
+    }
+}
+
+@Suite("EncryptedFileTokenCacheStore")
+struct EncryptedFileTokenCacheStoreTests {
+    enum Source: String, CaseIterable, Sendable { case key, keyFile, passphrase }
+
+    static let fixedKey = try! EncryptedCacheKey.random()
+
+    func make(_ directory: EncTemporaryDirectory, _ source: Source, name: String = "cache.bin") throws -> EncryptedFileTokenCacheStore {
+        let keySource: EncryptedFileTokenCacheStore.KeySource = switch source {
+        case .key: .key(Self.fixedKey)
+        case .keyFile: .keyFile(path: directory.file("keys/cache.key"))
+        case .passphrase: .passphrase("correct horse", parameters: fastScrypt)
+        }
+        return try EncryptedFileTokenCacheStore(path: directory.file(name), keySource: keySource)
+    }
+
+    // MARK: Contract (copies of the essential TokenCacheStore checks)
+
+    @Test("Round trip and atomic apply with removals", arguments: Source.allCases)
+    func applySemantics(source: Source) throws {
+        let directory = try EncTemporaryDirectory()
+        let store = try make(directory, source)
+        #expect(try store.readAll() == TokenCacheContents())
+        let a = EncSample.accessToken(home: "a.t", secret: "AT-a")
+        let b = EncSample.accessToken(home: "b.t", secret: "AT-b")
+        try store.apply(TokenCacheChange(upserts: [.accessToken(a), .accessToken(b)]))
+        #expect(try store.readAll().accessTokens == [a.key: a, b.key: b])
+        var a2 = a
+        a2.secret = "AT-a2"
+        try store.apply(TokenCacheChange(
+            upserts: [.accessToken(a2)],
+            removals: [CacheEntryRemoval(.accessToken(a)), CacheEntryRemoval(.accessToken(b)), CacheEntryRemoval(kind: .idToken, key: "missing")]))
+        #expect(try store.readAll().accessTokens == [a.key: a2])
+        // A second instance on the same file reads the same.
+        #expect(try make(directory, source).readAll().accessTokens == [a.key: a2])
+        #expect(try mode(store.path) == 0o600)
+    }
+
+    @Test("changeStamp moves on own writes and on another instance's write", arguments: Source.allCases)
+    func changeStamps(source: Source) throws {
+        let directory = try EncTemporaryDirectory()
+        let store = try make(directory, source)
+        let other = try make(directory, source)
+        let s0 = try store.changeStamp()
+        #expect(try store.changeStamp() == s0)
+        let stamps = try store.applyReportingStamps(EncSample.upsert("h.t"))
+        #expect(stamps.before == s0)
+        #expect(stamps.after != s0)
+        #expect(try store.changeStamp() == stamps.after)
+        try other.apply(EncSample.upsert("o.t"))
+        #expect(try store.changeStamp() != stamps.after)
+        #expect(try store.readAll().accessTokens.count == 2)
+    }
+
+    @Test("Concurrent writers on two instances lose nothing", arguments: Source.allCases)
+    func concurrentWriters(source: Source) async throws {
+        let directory = try EncTemporaryDirectory()
+        let stores = [try make(directory, source), try make(directory, source)]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                let store = stores[worker % 2]
+                group.addTask {
+                    for i in 0..<25 { try store.apply(EncSample.upsert("w\(worker)-\(i).t")) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try stores[0].readAll().accessTokens.count == 100)
+    }
+
+    @Test("A fresh nonce on every write; no token secret in plaintext on disk")
+    func noPlaintext() throws {
+        let directory = try EncTemporaryDirectory()
+        let store = try make(directory, .key)
+        let secret = "SECRET-REFRESH-TOKEN-\(UUID().uuidString)"
+        try store.apply(TokenCacheChange(upserts: [
+            .refreshToken(RefreshTokenEntry(homeAccountID: "h.t", environment: EncSample.environment, clientID: EncSample.clientID, secret: secret)),
+        ]))
+        let first = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        #expect(first.starts(with: Array("MSALENC1".utf8)))
+        #expect(first.range(of: Data(secret.utf8)) == nil)
+        #expect(first.range(of: Data("RefreshToken".utf8)) == nil)
+        try store.apply(EncSample.upsert("x.t"))
+        try store.apply(TokenCacheChange(removals: [CacheEntryRemoval(.accessToken(EncSample.accessToken(home: "x.t", secret: "AT")))]))
+        let third = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        #expect(third.count == first.count)
+        #expect(third[42..<54] != first[42..<54])  // nonce differs
+        #expect(try store.readAll().refreshTokens.values.first?.secret == secret)
+    }
+
+    // MARK: Refusals
+
+    /// Writes a cache with `writer`, damages it with `damage`, then checks that `reader` (default:
+    /// a store like `writer`) fails readAll and apply with a cache error and leaves the bytes alone.
+    private func expectRefused(
+        _ directory: EncTemporaryDirectory, writer: EncryptedFileTokenCacheStore,
+        reader: EncryptedFileTokenCacheStore, damage: (inout Data) -> Void = { _ in }, message: String
+    ) throws {
+        try writer.apply(EncSample.upsert("h.t"))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: writer.path))
+        damage(&bytes)
+        try bytes.write(to: URL(fileURLWithPath: writer.path))
+        let readError = cacheError { _ = try reader.readAll() }
+        #expect(readError?.message.contains(writer.path) == true)
+        #expect(readError?.message.contains(message) == true, "\(readError?.message ?? "")")
+        let applyError = cacheError { try reader.apply(EncSample.upsert("n.t")) }
+        #expect(applyError?.message.contains(message) == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: writer.path)) == bytes)
+    }
+
+    @Test("A wrong key is a clear error and the file is not overwritten")
+    func wrongKey() throws {
+        let directory = try EncTemporaryDirectory()
+        let writer = try make(directory, .key)
+        let reader = try EncryptedFileTokenCacheStore(path: writer.path, keySource: .key(EncryptedCacheKey.random()))
+        try expectRefused(directory, writer: writer, reader: reader, message: "key or passphrase is wrong")
+    }
+
+    @Test("A flipped byte is a clear error and the file is not overwritten", arguments: [0, 9, 30, 45, 60, -1])
+    func flippedByte(offset: Int) throws {
+        let directory = try EncTemporaryDirectory()
+        let writer = try make(directory, .key)
+        let reader = try make(directory, .key)
+        try expectRefused(directory, writer: writer, reader: reader, damage: { bytes in
+            let index = offset < 0 ? bytes.count - 1 : offset
+            bytes[index] ^= 0x01
+        }, message: "Cannot open the encrypted token cache")
+    }
+
+    @Test("A truncated or empty file is a clear error and the file is not overwritten", arguments: [0, 5, 40, 69])
+    func truncated(length: Int) throws {
+        let directory = try EncTemporaryDirectory()
+        let writer = try make(directory, .key)
+        let reader = try make(directory, .key)
+        try expectRefused(directory, writer: writer, reader: reader, damage: { $0 = $0.prefix(length) }, message: "truncated")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: writer.path)).count == length)
+    }
+
+    @Test("A plaintext JSON cache is refused and kept")
+    func plaintextRefused() throws {
+        let directory = try EncTemporaryDirectory()
+        let writer = try make(directory, .key)
+        try expectRefused(directory, writer: writer, reader: writer, damage: { $0 = Data(#"{"AccessToken":{}}"#.utf8) },
+                          message: "not an encrypted swift-msal token cache")
+    }
+
+    // MARK: Key files
+
+    @Test("A missing key file is created with a random key, mode 0600 in a 0700 directory, and reused")
+    func keyFileCreated() throws {
+        let directory = try EncTemporaryDirectory()
+        let keyPath = directory.file("keys/cache.key")
+        let store = try make(directory, .keyFile)
+        #expect(try mode(keyPath) == 0o600)
+        #expect(try mode(directory.file("keys")) == 0o700)
+        let key = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+        #expect(key.count == 32)
+        try store.apply(EncSample.upsert("h.t"))
+        let reopened = try make(directory, .keyFile)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: keyPath)) == key)
+        #expect(try reopened.readAll().accessTokens.count == 1)
+        // The same key given directly opens the file too.
+        let direct = try EncryptedFileTokenCacheStore(path: store.path, keySource: .key(EncryptedCacheKey(rawKey: [UInt8](key))))
+        #expect(try direct.readAll().accessTokens.count == 1)
+    }
+
+    @Test("A group- or world-readable key file is refused", arguments: [0o644, 0o640, 0o604])
+    func keyFileModeRefused(permissions: Int) throws {
+        let directory = try EncTemporaryDirectory()
+        let keyPath = directory.file("cache.key")
+        try Data([UInt8](repeating: 7, count: 32)).write(to: URL(fileURLWithPath: keyPath))
+        try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: keyPath)
+        let error = cacheError { _ = try EncryptedFileTokenCacheStore(path: directory.file("c.bin"), keySource: .keyFile(path: keyPath)) }
+        #expect(error?.message.contains("chmod 600") == true)
+        #expect(error?.message.contains(keyPath) == true)
+    }
+
+    @Test("A key file of the wrong length is refused")
+    func keyFileLengthRefused() throws {
+        let directory = try EncTemporaryDirectory()
+        let keyPath = directory.file("cache.key")
+        try Data([UInt8](repeating: 7, count: 31)).write(to: URL(fileURLWithPath: keyPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+        let error = cacheError { _ = try EncryptedFileTokenCacheStore(path: directory.file("c.bin"), keySource: .keyFile(path: keyPath)) }
+        #expect(error?.message.contains("32 bytes") == true)
+    }
+
+    // MARK: Passphrases
+
+    @Test("A passphrase store reopens with the same passphrase and fails with another, file untouched")
+    func passphrase() throws {
+        let directory = try EncTemporaryDirectory()
+        let store = try make(directory, .passphrase)
+        try store.apply(EncSample.upsert("h.t"))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        #expect(bytes[9] == 1)  // KDF scrypt in the header
+        let salt = bytes[26..<42]
+        #expect(try make(directory, .passphrase).readAll().accessTokens.count == 1)
+        // Rewrites keep the salt (a new file gets a new one).
+        try store.apply(EncSample.upsert("i.t"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.path))[26..<42] == salt)
+        let other = try make(directory, .passphrase, name: "other.bin")
+        try other.apply(EncSample.upsert("h.t"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: other.path))[26..<42] != salt)
+
+        let wrong = try EncryptedFileTokenCacheStore(path: store.path, keySource: .passphrase("wrong horse", parameters: fastScrypt))
+        try expectRefused(directory, writer: store, reader: wrong, message: "key or passphrase is wrong")
+        // A key cannot open a passphrase file, nor a passphrase a key file.
+        let keyed = try EncryptedFileTokenCacheStore(path: store.path, keySource: .key(Self.fixedKey))
+        #expect(cacheError { _ = try keyed.readAll() }?.message.contains("protected by a passphrase") == true)
+        let keyFileStore = try make(directory, .key, name: "keyed.bin")
+        try keyFileStore.apply(EncSample.upsert("h.t"))
+        let byPassphrase = try EncryptedFileTokenCacheStore(path: keyFileStore.path, keySource: .passphrase("x", parameters: fastScrypt))
+        #expect(cacheError { _ = try byPassphrase.readAll() }?.message.contains("given a passphrase") == true)
+    }
+}
