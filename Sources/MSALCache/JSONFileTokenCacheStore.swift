@@ -61,7 +61,7 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     /// A hash of the file's (inode, size, modification time) plus this store's own write count.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be examined.
     public func changeStamp() throws(MSALError) -> UInt64 {
-        try Self.hash(file.status()) &+ ownWrites.load(ordering: .acquiring)
+        try file.contentStamp() &+ ownWrites.load(ordering: .acquiring)
     }
 
     /// Applies the change under the lock and reads both stamps while holding it.
@@ -90,17 +90,5 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
                 .cacheError,
                 "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
         }
-    }
-
-    /// FNV-1a over the status fields: stable, cheap; a missing file hashes to a constant.
-    private static func hash(_ status: LockedFile.Status?) -> UInt64 {
-        var value: UInt64 = 0xcbf2_9ce4_8422_2325
-        guard let status else { return value }
-        for field in [status.inode, UInt64(bitPattern: status.size), UInt64(bitPattern: status.modificationTimeNanoseconds)] {
-            for shift in stride(from: 0, to: 64, by: 8) {
-                value = (value ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01b3
-            }
-        }
-        return value
     }
 }

@@ -210,6 +210,14 @@ public struct LockedFile: Sendable {
 
     /// Creates the missing directories of ``path`` with mode 0700.
     private func prepareDirectory() throws(MSALError) {
+        try Self.prepareDirectory(for: path)
+    }
+
+    /// Creates the missing directories of a token-cache file's path with mode 0700, as every
+    /// file-backed store does before creating its file.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when a path component exists but is not a
+    ///   directory, or a directory cannot be created (the message says what to do).
+    public static func prepareDirectory(for path: String) throws(MSALError) {
         let directory = (path as NSString).deletingLastPathComponent
         guard !directory.isEmpty else { return }
         var prefix = directory.hasPrefix("/") ? "" : "."
@@ -223,9 +231,25 @@ public struct LockedFile: Sendable {
                 continue
             }
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw failure("Cannot create the directory '\(prefix)' for the token cache", errno, "Create it, make its parent writable, or choose another path.")
+                let reason = String(cString: strerror(errno))
+                throw .internal(.cacheError, "Cannot create the directory '\(prefix)' for the token cache (\(reason)). Create it, make its parent writable, or choose another path.")
             }
         }
+    }
+
+    /// A cheap value that changes whenever the file is replaced or modified: an FNV-1a hash of its
+    /// (inode, size, modification time), or a fixed value while it does not exist. File-backed
+    /// stores add their own write count to it for ``TokenCacheStore/changeStamp()``.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be examined.
+    public func contentStamp() throws(MSALError) -> UInt64 {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        guard let status = try status() else { return value }
+        for field in [status.inode, UInt64(bitPattern: status.size), UInt64(bitPattern: status.modificationTimeNanoseconds)] {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                value = (value ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01b3
+            }
+        }
+        return value
     }
 
     private func failure(_ what: String, _ code: Int32, _ advice: String) -> MSALError {

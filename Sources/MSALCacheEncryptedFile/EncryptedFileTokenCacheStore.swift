@@ -107,7 +107,7 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// A hash of the file's (inode, size, modification time) plus this store's own write count.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be examined.
     public func changeStamp() throws(MSALError) -> UInt64 {
-        try Self.hash(file.status()) &+ ownWrites.load(ordering: .acquiring)
+        try file.contentStamp() &+ ownWrites.load(ordering: .acquiring)
     }
 
     /// Applies the change under the lock and reads both stamps while holding it.
@@ -208,17 +208,5 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             try keyFile.replace(with: Data(key.bytes))
             return key
         }
-    }
-
-    /// FNV-1a over the status fields: stable, cheap; a missing file hashes to a constant.
-    private static func hash(_ status: LockedFile.Status?) -> UInt64 {
-        var value: UInt64 = 0xcbf2_9ce4_8422_2325
-        guard let status else { return value }
-        for field in [status.inode, UInt64(bitPattern: status.size), UInt64(bitPattern: status.modificationTimeNanoseconds)] {
-            for shift in stride(from: 0, to: 64, by: 8) {
-                value = (value ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01b3
-            }
-        }
-        return value
     }
 }

@@ -196,23 +196,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         guard !path.isEmpty else {
             throw .internal(.cacheError, "The token cache path is empty; pass a file path such as SQLiteTokenCacheStore.defaultPath().")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        guard !directory.isEmpty else { return }
-        var prefix = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") {
-            prefix += "/" + component
-            var info = stat()
-            if stat(prefix, &info) == 0 {
-                guard info.st_mode & S_IFMT == S_IFDIR else {
-                    throw .internal(.cacheError, "Cannot use the token cache '\(path)': '\(prefix)' is not a directory. Choose another path.")
-                }
-                continue
-            }
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                let reason = String(cString: strerror(errno))
-                throw .internal(.cacheError, "Cannot create the directory '\(prefix)' for the token cache (\(reason)). Create it, make its parent writable, or choose another path.")
-            }
-        }
+        try LockedFile.prepareDirectory(for: path)
     }
 
     /// Creates the file with mode 0600 if it does not exist. - Returns: whether it was created.
