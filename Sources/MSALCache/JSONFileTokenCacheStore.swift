@@ -20,14 +20,18 @@ internal import Synchronization
 ///   is not MSAL JSON is refused with an error and left untouched.
 /// - **Change detection.** ``changeStamp()`` hashes the file's inode, size and modification time
 ///   (nanoseconds), plus this store's own write count; no read of the content.
-/// - **Access groups.** A JSON file holds one group: MSAL's schema has no partition for them. Use one
-///   file per access group.
+/// - **Access groups.** The default group (`com.microsoft.adalcache`) lives in MSAL's top-level
+///   sections, so MSAL Python, MSAL .NET and the Azure CLI share it; every other group lives in the
+///   section `swift-msal.AccessGroups` (see ``AccessGroupPartitionedJSON``), which those tools keep
+///   but do not read. Stores of different groups on one file never see each other's entries.
 ///
 /// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
 /// wrong and what to do; never a token.
 public final class JSONFileTokenCacheStore: TokenCacheStore {
     /// The cache file's path.
     public var path: String { file.path }
+    /// The access group whose entries this store reads and writes.
+    public let accessGroup: String
 
     private let file: LockedFile
     private let ownWrites = Atomic<UInt64>(0)
@@ -35,10 +39,13 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     /// Uses the JSON cache file at `path`; creates nothing until the first change.
     /// - Parameters:
     ///   - path: the cache file, e.g. `~/.azure/msal_token_cache.json`.
+    ///   - accessGroup: the partition of the file this store uses; default
+    ///     ``TokenCacheAccessGroup/default`` (the one other MSALs read).
     ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or names something that
-    ///   is not a regular file.
-    public init(path: String, lockTimeout: TimeInterval = 10) throws(MSALError) {
+    ///   is not a regular file; `.internal(.invalidParameter)` for an invalid access group.
+    public init(path: String, accessGroup: String = TokenCacheAccessGroup.default, lockTimeout: TimeInterval = 10) throws(MSALError) {
+        self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         file = try LockedFile(path: path, lockTimeout: lockTimeout)
     }
 
@@ -71,9 +78,10 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
         try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
             let before = try changeStamp()
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
-            var contents = try parse(file.read())
+            let document = try file.read()
+            var contents = try parse(document)
             contents.apply(change)
-            try file.replace(with: contents.msalJSON())
+            try file.replace(with: AccessGroupPartitionedJSON.replacing(accessGroup: accessGroup, with: contents, in: document))
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -82,9 +90,8 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     // MARK: Helpers
 
     private func parse(_ data: Data?) throws(MSALError) -> TokenCacheContents {
-        guard let data else { return TokenCacheContents() }
         do {
-            return try TokenCacheContents(msalJSON: data)
+            return try AccessGroupPartitionedJSON.contents(in: data, accessGroup: accessGroup)
         } catch _ {
             throw .internal(
                 .cacheError,

@@ -183,7 +183,9 @@ public struct LockedFile: Sendable {
         }
         defer { close(descriptor) }  // closing releases the lock
         let deadline = Date().addingTimeInterval(lockTimeout)
-        var pause: UInt32 = 200  // microseconds
+        // Short, jittered pauses: waiters that back off to long sleeps lose every hand-off to
+        // the ones that woke last, and starve under many writers (16 processes on one file).
+        var pause: UInt32 = 100  // microseconds
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
@@ -195,8 +197,8 @@ public struct LockedFile: Sendable {
                     .cacheError,
                     "The token cache '\(path)' stayed locked by another thread or process for more than \(Int(lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
             }
-            usleep(pause)
-            pause = min(pause * 2, 10_000)
+            usleep(pause / 2 + UInt32.random(in: 0...pause))
+            pause = min(pause * 2, 2_000)
         }
         return try body()
     }

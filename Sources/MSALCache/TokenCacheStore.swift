@@ -26,6 +26,11 @@ internal import Synchronization
 /// Source: the contract of MSAL's token cache serialization callbacks (MSAL Python
 /// `SerializableTokenCache`, msal-extensions' cross-process lock), made explicit.
 public protocol TokenCacheStore: Sendable {
+    /// The access group whose entries this store reads and writes (see ``TokenCacheAccessGroup``).
+    /// Every backend is partitioned by group: a store never reads or writes another group's entries,
+    /// even when both live in one file or one keyring.
+    var accessGroup: String { get }
+
     /// Reads every entry of the store.
     /// - Returns: the contents as of one committed state.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
@@ -79,6 +84,10 @@ extension TokenCacheStore {
 /// A token cache store that lives only as long as the process: for tests, and for apps that do not
 /// want tokens on disk. Every change is atomic under a lock; ``changeStamp()`` counts changes.
 public final class InMemoryTokenCacheStore: TokenCacheStore {
+    /// The access group this store stands for. An in-memory store is one process's only, so the group
+    /// names it and nothing else.
+    public let accessGroup: String
+
     private struct State {
         var contents: TokenCacheContents
         var stamp: UInt64
@@ -87,7 +96,11 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     private let state: Mutex<State>
 
     /// Creates a store holding `contents` (empty by default).
-    public init(contents: TokenCacheContents = .init()) {
+    /// - Parameters:
+    ///   - contents: the initial entries.
+    ///   - accessGroup: the group the store reports; default ``TokenCacheAccessGroup/default``.
+    public init(contents: TokenCacheContents = .init(), accessGroup: String = TokenCacheAccessGroup.default) {
+        self.accessGroup = accessGroup
         state = Mutex(State(contents: contents, stamp: 0))
     }
 

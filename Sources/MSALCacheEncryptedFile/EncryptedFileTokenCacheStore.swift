@@ -28,7 +28,9 @@ import Darwin
 ///   or a passphrase (scrypt, with the salt in the file header).
 /// - **Change detection.** ``changeStamp()`` hashes the file's inode, size and modification time
 ///   plus this store's own write count; it reads no content.
-/// - **Access groups.** One file holds one group; use one file per access group.
+/// - **Access groups.** One file holds every group, laid out inside the sealed JSON as
+///   ``AccessGroupPartitionedJSON`` describes; stores of different groups on one file never see each
+///   other's entries.
 ///
 /// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
 /// wrong and what to do; never a token or key.
@@ -53,6 +55,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
 
     /// The cache file's path.
     public var path: String { file.path }
+    /// The access group whose entries this store reads and writes.
+    public let accessGroup: String
 
     private let file: LockedFile
     private let source: ResolvedSource
@@ -70,11 +74,15 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// - Parameters:
     ///   - path: the cache file, e.g. `~/.local/share/msal/msal_token_cache.bin`.
     ///   - keySource: where the key comes from.
+    ///   - accessGroup: the partition of the file this store uses; default ``TokenCacheAccessGroup/default``.
     ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or not a regular file,
     ///   or the key file is readable by group or others, is not 32 bytes, or cannot be read or created;
-    ///   `.internal(.invalidParameter)` for invalid scrypt parameters.
-    public init(path: String, keySource: KeySource, lockTimeout: TimeInterval = 10) throws(MSALError) {
+    ///   `.internal(.invalidParameter)` for invalid scrypt parameters or an invalid access group.
+    public init(
+        path: String, keySource: KeySource, accessGroup: String = TokenCacheAccessGroup.default, lockTimeout: TimeInterval = 10
+    ) throws(MSALError) {
+        self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         file = try LockedFile(path: path, lockTimeout: lockTimeout)
         switch keySource {
         case let .key(key):
@@ -118,10 +126,11 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             let before = try changeStamp()
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
             // Decrypt first: a file that does not open is never written over.
-            var (contents, kdf, key) = try decode(file.read())
+            var (document, contents, kdf, key) = try decode(file.read())
             contents.apply(change)
             if kdf == nil { (kdf, key) = try newFileKey() }
-            try file.replace(with: EncryptedCacheFormat.seal(contents.msalJSON(), key: key!, kdf: kdf!))
+            let plaintext = try AccessGroupPartitionedJSON.replacing(accessGroup: accessGroup, with: contents, in: document)
+            try file.replace(with: EncryptedCacheFormat.seal(plaintext, key: key!, kdf: kdf!))
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -129,9 +138,12 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
 
     // MARK: Helpers
 
-    /// Decrypts and parses `data`. - Returns: the contents and, for an existing file, its KDF and key.
-    private func decode(_ data: Data?) throws(MSALError) -> (contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
-        guard let data else { return (TokenCacheContents(), nil, nil) }
+    /// Decrypts and parses `data`.
+    /// - Returns: the whole plaintext document, this group's contents and, for an existing file, its KDF and key.
+    private func decode(
+        _ data: Data?
+    ) throws(MSALError) -> (document: Data?, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
+        guard let data else { return (nil, TokenCacheContents(), nil, nil) }
         var used: (KDFInfo, EncryptedCacheKey)?
         let plaintext: Data
         do {
@@ -146,7 +158,7 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                 "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched. Use the right key or passphrase, or delete the file to start over; users will sign in again.")
         }
         do {
-            return (try TokenCacheContents(msalJSON: plaintext), used?.0, used?.1)
+            return (plaintext, try AccessGroupPartitionedJSON.contents(in: plaintext, accessGroup: accessGroup), used?.0, used?.1)
         } catch _ {
             throw .internal(
                 .cacheError,

@@ -61,15 +61,15 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the directory cannot be created or is not
     ///   a directory, the file cannot be created or opened, it is not an SQLite database or is
     ///   another program's database or was written by a newer swift-msal (all left untouched), it is
-    ///   corrupt, or it stays locked beyond `busyTimeout`.
+    ///   corrupt, or it stays locked beyond `busyTimeout`; `.internal(.invalidParameter)` for an invalid access group.
     public init(
         path: String,
-        accessGroup: String = "com.microsoft.adalcache",
+        accessGroup: String = TokenCacheAccessGroup.default,
         busyTimeout: TimeInterval = 5,
         logger: Logger = .none
     ) throws(MSALError) {
         self.path = path
-        self.accessGroup = accessGroup
+        self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         try Self.prepareDirectory(for: path)
         let created = try Self.createFileIfMissing(path)
         let connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout)

@@ -54,6 +54,10 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
         case deviceCodeExpired
         /// The token cache could not be read or written.
         case cacheError
+        /// The chosen token cache backend cannot be used on this machine at all: no D-Bus session,
+        /// no Secret Service provider, or a keyring that is locked; the message says what to install
+        /// or unlock. An app may fall back to another store.
+        case cacheUnavailable
         /// Several cached accounts match a username lookup; look the account up by identifier.
         case ambiguousAccount
         /// The user who signed in is not the account the interactive request named.

@@ -6,6 +6,7 @@ import Testing
 /// A store that counts calls and can be told to fail, to check what TokenCache asks of its store.
 final class CountingStore: TokenCacheStore, @unchecked Sendable {
     let inner = InMemoryTokenCacheStore()
+    var accessGroup: String { inner.accessGroup }
     private let lock = NSLock()
     private var _reads = 0
     var failWrites = false
