@@ -129,8 +129,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             var (document, contents, kdf, key) = try decode(file.read())
             contents.apply(change)
             if kdf == nil { (kdf, key) = try newFileKey() }
-            let plaintext = try AccessGroupPartitionedJSON.replacing(accessGroup: accessGroup, with: contents, in: document)
-            try file.replace(with: EncryptedCacheFormat.seal(plaintext, key: key!, kdf: kdf!))
+            document.replace(accessGroup: accessGroup, with: contents)
+            try file.replace(with: EncryptedCacheFormat.seal(document.serialized(), key: key!, kdf: kdf!))
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -142,8 +142,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// - Returns: the whole plaintext document, this group's contents and, for an existing file, its KDF and key.
     private func decode(
         _ data: Data?
-    ) throws(MSALError) -> (document: Data?, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
-        guard let data else { return (nil, TokenCacheContents(), nil, nil) }
+    ) throws(MSALError) -> (document: AccessGroupPartitionedJSON, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
+        guard let data else { return (try AccessGroupPartitionedJSON(data: nil), TokenCacheContents(), nil, nil) }
         var used: (KDFInfo, EncryptedCacheKey)?
         let plaintext: Data
         do {
@@ -158,7 +158,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                 "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched. Use the right key or passphrase, or delete the file to start over; users will sign in again.")
         }
         do {
-            return (plaintext, try AccessGroupPartitionedJSON.contents(in: plaintext, accessGroup: accessGroup), used?.0, used?.1)
+            let document = try AccessGroupPartitionedJSON(data: plaintext)
+            return (document, try document.contents(accessGroup: accessGroup), used?.0, used?.1)
         } catch _ {
             throw .internal(
                 .cacheError,

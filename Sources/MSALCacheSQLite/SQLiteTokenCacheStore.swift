@@ -120,7 +120,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             if let kind = CacheEntryKind(rawValue: kindName), let entry = try? CacheEntry(kind: kind, msalJSONData: data) {
                 contents.insert(entry, storedKey: key)
             } else {
-                let raw = (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .string(json)
+                let raw = JSONValue(parsing: data) ?? .string(json)
                 contents.unreadableEntries[kindName, default: [:]][key] = raw
             }
         }
