@@ -27,6 +27,7 @@ check() { # STATUS WHAT
     FAILED=$((FAILED + 1)); echo "not ok - $2"
   fi
 }
+diag_lines() { sed 's/^[[:space:]]*/#   /'; }  # stdin as "#   ..." diagnostics
 diag_file() { # LABEL FILE
   if [[ -s $2 ]]; then echo "#   $1:"; head -n 20 "$2" | sed 's/^/#     /'; else echo "#   $1: (empty)"; fi
 }
@@ -120,7 +121,7 @@ check "$([[ $RC == 2 ]]; echo $?)" "an extra argument is a usage error, exit 2 (
 ldd "$BIN" >"$WORK/ldd" 2>&1 || true
 missing=$(grep 'not found' "$WORK/ldd" || true)
 check "$([[ -z $missing ]]; echo $?)" "ldd resolves every library of $BIN"
-[[ -z $missing ]] || echo "$missing" | sed 's/^/#   /'
+[[ -z $missing ]] || diag_lines <<<"$missing"
 st=1
 grep -qE '(^|[[:space:]/])libsqlite3\.so' "$WORK/ldd" && grep -qE '(^|[[:space:]/])libFoundation\.so' "$WORK/ldd" && st=0
 check "$st" "ldd lists libsqlite3 and libFoundation (the libraries the example needs)"
@@ -131,9 +132,9 @@ if [[ -z $offending ]]; then
   check 0 "the binary links neither libsecret-1 nor OpenSSL (libssl, libcrypto), directly or through another library"
 else
   check 1 "the binary links neither libsecret-1 nor OpenSSL (libssl, libcrypto): it links them"
-  echo "$offending" | sed 's/^[[:space:]]*/#   /'
+  diag_lines <<<"$offending"
   via=$(grep -E 'libFoundationNetworking|libcurl' "$WORK/ldd" || true)
-  [[ -z $via ]] || { echo "#   probably through (a module imports FoundationNetworking):"; echo "$via" | sed 's/^[[:space:]]*/#   /'; }
+  [[ -z $via ]] || { echo "#   probably through (a module imports FoundationNetworking):"; diag_lines <<<"$via"; }
   echo "#   a target in MSALCore, MSALCache or MSALCacheSQLite (or the example) now depends on one of them"
 fi
 
