@@ -10,7 +10,9 @@ let package = Package(
         .executable(name: "cache-only", targets: ["CacheOnly"]),
     ],
     dependencies: [
-        // An application would write `.package(url: "https://…/swift-msal.git", from: "…")` instead.
+        // `name:` makes `package: "swift-msal"` below work whatever the checkout's folder is called:
+        // without it SwiftPM names a path dependency after its folder. An application would depend
+        // on swift-msal by URL instead.
         .package(name: "swift-msal", path: "../.."),
     ],
     targets: [
