@@ -34,7 +34,9 @@ let package = Package(
         .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
-            dependencies: ["MSALCore", "MSALNetwork", "MSALCache", "MSALWebAuth"]
+            dependencies: [
+                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALWebAuth",
+            ]
         ),
         .target(
             name: "MSALTestSupport",
@@ -42,7 +44,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "msal",
-            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALTestSupport"]
         ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),

@@ -95,6 +95,21 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         }
     }
 
+    /// The default location of the encrypted cache: `msal_cache.bin` in
+    /// ``TokenCacheLocation/dataDirectory(environment:)`` (`$XDG_DATA_HOME/msal`, else
+    /// `~/.local/share/msal`).
+    /// - Parameter environment: the variables to read; default this process's environment.
+    /// - Returns: an absolute path.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        TokenCacheLocation.dataDirectory(environment: environment) + "/msal_cache.bin"
+    }
+
+    /// The key file that goes with a cache file when none is named: `<cache path>.key`, beside it.
+    /// - Returns: the path.
+    public static func defaultKeyFilePath(forCachePath path: String) -> String {
+        path + ".key"
+    }
+
     // MARK: TokenCacheStore
 
     /// Reads, decrypts and parses the file (no lock needed: it is only ever replaced whole).
