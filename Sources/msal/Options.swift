@@ -119,14 +119,15 @@ struct Options {
         func fallback(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         if options.authority == nil { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
-        if options.cache == nil { options.cache = fallback("MSAL_CACHE") }
         if !arguments.contains("--cache-backend"), let raw = fallback("MSAL_CACHE_BACKEND") {
             options.cacheBackend = try cacheBackend(raw, from: "MSAL_CACHE_BACKEND")
         }
+        // MSAL_CACHE names a file, which only the file backends have; --cache with keyring is a mistake.
+        if options.cache == nil, ![.keyring, .auto].contains(options.cacheBackend) { options.cache = fallback("MSAL_CACHE") }
         if options.accessGroup == nil { options.accessGroup = fallback("MSAL_ACCESS_GROUP") }
         options.cachePassphrase = fallback("MSAL_CACHE_PASSPHRASE")
-        if options.cacheBackend == .keyring && options.cache != nil {
-            throw UsageError(message: "--cache names a file; the keyring backend has none (leave --cache and MSAL_CACHE out)")
+        if [.keyring, .auto].contains(options.cacheBackend) && options.cache != nil {
+            throw UsageError(message: "--cache names a file; --cache-backend \(options.cacheBackend.rawValue) chooses its own place (leave --cache out)")
         }
         if options.cacheBackend == .json && options.cache == nil {
             throw UsageError(message: "--cache-backend json needs --cache PATH (for example ~/.azure/msal_token_cache.json)")

@@ -91,6 +91,87 @@ struct AccessGroupToolTests {
     }
 }
 
+/// `--cache-backend` and its companions as a user types them.
+@Suite("Choosing the cache backend in the msal tool")
+struct CacheBackendChoiceToolTests {
+    @Test("Contradictory or unknown cache options are usage errors (exit 2, one line)", arguments: [
+        ["accounts", "--client-id", "a", "--cache-backend", "keyring", "--cache", "/tmp/x.sqlite"],
+        ["accounts", "--client-id", "a", "--cache-backend", "auto", "--cache", "/tmp/x.sqlite"],
+        ["accounts", "--client-id", "a", "--cache-backend", "json"],
+        ["accounts", "--client-id", "a", "--cache-backend", "sqlite", "--cache-key-file", "/tmp/k"],
+        ["accounts", "--client-id", "a", "--cache-backend", "bogus"],
+        ["accounts", "--client-id", "a", "--cache-backend"],
+    ])
+    func usageErrors(arguments: [String]) async throws {
+        let run = try await ToolRun.run(arguments)
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("A passphrase and a key file together, or an unknown MSAL_CACHE_BACKEND, are usage errors")
+    func environmentUsageErrors() async throws {
+        let both = try await ToolRun.run(
+            ["accounts", "--client-id", "a", "--cache-backend", "encrypted-file", "--cache-key-file", "/tmp/k"],
+            environment: ["MSAL_CACHE_PASSPHRASE": "p"])
+        #expect(both.status == 2)
+        #expect(both.stderr.contains("MSAL_CACHE_PASSPHRASE"))
+        let unknown = try await ToolRun.run(["accounts", "--client-id", "a"], environment: ["MSAL_CACHE_BACKEND": "floppy"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("MSAL_CACHE_BACKEND"))
+        #expect(!both.stderr.contains("p\"") && !both.stderr.contains(": p "))  // the passphrase is never echoed
+    }
+
+    @Test("An invalid access group is an invalidParameter error (exit 1)")
+    func invalidAccessGroup() async throws {
+        let run = try await ToolRun.run(["accounts", "--client-id", "a", "--access-group", "a/b", "--cache-backend", "sqlite", "--cache", "/tmp/none.sqlite"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.invalidParameter"))
+    }
+
+    @Test("auto without a reachable keyring falls back to the encrypted file with a 0600 key file under XDG_DATA_HOME")
+    func defaultChainFallsBackToTheEncryptedFile() async throws {
+        let provider = LocalIdentityProvider()
+        provider.deviceCodeInterval = 0
+        try provider.start()
+        defer { provider.stop() }
+        let directory = TemporaryDirectory()
+        // No D-Bus session: the keyring cannot be used.
+        let environment = ["XDG_DATA_HOME": directory.path("data"), "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory.path("no-bus"))"]
+        let common = ["--client-id", LocalIdentityProvider.demoClientID, "--authority", provider.authority(tenant: "organizations"),
+                      "--authority-type", "aad", "--cache-backend", "auto", "--output", "json"]
+        let login = try await ToolRun.run(["login", "--device-code", "--scope", "api://demo/Files.Read"] + common, environment: environment) { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let userCode = object["user_code"] as? String else { return }
+            try? provider.approveDeviceCode(userCode: userCode, as: LocalIdentityProvider.demoUser.username)
+        }
+        try #require(login.status == 0, "\(login.stderr)")
+        let cache = directory.path("data/msal/msal_cache.bin")
+        let key = cache + ".key"
+        for file in [cache, key] {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file)")
+        }
+        let sealed = try Data(contentsOf: URL(fileURLWithPath: cache))
+        #expect(!String(decoding: sealed, as: UTF8.self).contains("AccessToken"))  // encrypted, not MSAL JSON
+        let accounts = try await ToolRun.run(["accounts"] + common, environment: environment)
+        #expect(try accounts.usernames() == [LocalIdentityProvider.demoUser.username])
+    }
+
+    @Test("auto with neither a keyring nor a writable data directory: exit 1, cacheUnavailable telling the app to choose")
+    func defaultChainExhausted() async throws {
+        let directory = TemporaryDirectory()
+        FileManager.default.createFile(atPath: directory.path("file"), contents: Data())
+        // XDG_DATA_HOME below a regular file: no directory can be created there.
+        let environment = ["XDG_DATA_HOME": directory.path("file/data"), "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory.path("no-bus"))"]
+        let run = try await ToolRun.run(
+            ["login", "--device-code", "--client-id", "a", "--authority", "http://127.0.0.1:9/organizations", "--authority-type", "aad",
+             "--scope", "s", "--cache-backend", "auto"], environment: environment)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("internal.cacheUnavailable"), "\(run.stderr)")
+        #expect(run.stderr.contains("Choose one"))
+    }
+}
+
 /// One `msal` process: exit status and output, with each stderr line handed to a closure while it runs.
 struct ToolRun {
     let status: Int32
