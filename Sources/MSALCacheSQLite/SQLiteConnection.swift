@@ -26,10 +26,12 @@ final class SQLiteConnection {
     /// The busy handler's state; SQLite holds an unretained pointer to it for `db`'s lifetime.
     private let busyWait: BusyWait
 
-    /// Opens the existing file at `path` read-write (never creating it: the store creates it with mode 0600).
-    init(path: String, busyTimeout: Double) throws(MSALError) {
+    /// Opens the existing file at `path` read-write, or read-only when `readOnly` (never creating
+    /// it: the store creates it with mode 0600). A read-only connection never writes the database
+    /// nor rolls back a hot journal into it.
+    init(path: String, busyTimeout: Double, readOnly: Bool = false) throws(MSALError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

@@ -270,14 +270,51 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         case damaged(reason: String)
     }
 
-    /// Opens a connection to `path` and examines the file without writing to it.
-    /// - Returns: ``Examination/usable(_:hasSchema:)`` or, when SQLite reports `SQLITE_CORRUPT` or
-    ///   `SQLITE_NOTADB` or `PRAGMA quick_check` finds damage, ``Examination/damaged(reason:)`` (then
-    ///   no connection to the file is left open, so it can be moved).
+    /// Examines the file at `path` without writing to it, then opens the store's connection.
+    ///
+    /// A non-empty file that does not start with SQLite's 16-byte header is never given to SQLite:
+    /// it is refused (text, an encrypted cache) or damaged. Otherwise a read-only connection reads
+    /// the header and schema and runs `PRAGMA quick_check`; only when SQLite needs to write to read
+    /// the file at all (`SQLITE_READONLY_*`, e.g. a hot journal of an interrupted transaction to roll
+    /// back, SQLite's own crash recovery) is a read-write connection used for that.
+    /// - Returns: ``Examination/usable(_:hasSchema:)`` with a read-write connection or, when the file
+    ///   is damaged, ``Examination/damaged(reason:)`` (then no connection to the file is left open,
+    ///   so it can be moved).
     /// - Throws: the refusals of ``checkOwnership(_:doing:)`` and ``refuseIfNotADatabase(_:)``; any
     ///   other SQLite failure (e.g. locked beyond the busy timeout).
     private static func openAndExamine(_ path: String, busyTimeout: Double) throws(MSALError) -> Examination {
-        let connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout)
+        if let prefix = readPrefix(of: path, count: 4096), !prefix.starts(with: sqliteHeader) {
+            try refuseIfNotADatabase(path)
+            return .damaged(reason: "the file does not start with the SQLite header")
+        }
+        let hasSchema: Bool
+        switch try examine(SQLiteConnection(path: path, busyTimeout: busyTimeout, readOnly: true)) {
+        case .damaged(let reason): return .damaged(reason: reason)
+        case .needsWriting:
+            let connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout)
+            switch try examine(connection) {
+            case .damaged(let reason): return .damaged(reason: reason)
+            case .needsWriting: throw connection.error(connection.lastFailureCode, doing: "checking the token cache")
+            case .usable(let ours):
+                return .usable(connection, hasSchema: ours)
+            }
+        case .usable(let ours): hasSchema = ours
+        }
+        return .usable(try SQLiteConnection(path: path, busyTimeout: busyTimeout), hasSchema: hasSchema)
+    }
+
+    /// What ``examine(_:)`` found.
+    private enum Finding {
+        /// Ours (`true`) or empty (`false`).
+        case usable(hasSchema: Bool)
+        case damaged(reason: String)
+        /// A read-only connection cannot read the file (`SQLITE_READONLY_*`): SQLite must write first.
+        case needsWriting
+    }
+
+    /// Reads the header and schema of the database behind `connection` and checks every page.
+    /// - Throws: the refusals of ``checkOwnership(_:doing:)``; SQLite failures other than damage.
+    private static func examine(_ connection: SQLiteConnection) throws(MSALError) -> Finding {
         let doing = "checking the token cache"
         do {
             let hasSchema = try checkOwnership(connection, doing: doing)
@@ -287,19 +324,24 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
                 defer { check.reset() }
                 guard try check.step(), check.text(0) == "ok" else { return .damaged(reason: "PRAGMA quick_check found damaged pages") }
             }
-            return .usable(connection, hasSchema: hasSchema)
+            return .usable(hasSchema: hasSchema)
         } catch {
             let code = connection.lastFailureCode
-            guard code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB else { throw error }
-            try refuseIfNotADatabase(path)
-            return .damaged(reason: String(cString: sqlite3_errstr(code)))
+            switch code & 0xFF {
+            case SQLITE_CORRUPT, SQLITE_NOTADB: return .damaged(reason: String(cString: sqlite3_errstr(code)))
+            case SQLITE_READONLY: return .needsWriting
+            default: throw error
+            }
         }
     }
 
-    /// Refuses a file that SQLite cannot read when it does not start like an SQLite database and
-    /// looks like another kind of file a user keeps: text (notes, a JSON token cache) or an encrypted
-    /// swift-msal cache (`MSALENC1`). Binary data that is neither, or that starts with `SQLite`, is a
-    /// damaged database (the caller moves it aside).
+    /// The first 16 bytes of every SQLite database file: `SQLite format 3` and a NUL.
+    private static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
+
+    /// Refuses a file that is not an SQLite database and looks like another kind of file a user
+    /// keeps: text (notes, a JSON token cache) or an encrypted swift-msal cache (`MSALENC1`).
+    /// Binary data that is neither, or that starts with `SQLite`, is a damaged database (the caller
+    /// moves it aside).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` saying the file is not an SQLite database and
     ///   was left untouched.
     private static func refuseIfNotADatabase(_ path: String) throws(MSALError) {
