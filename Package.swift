@@ -55,7 +55,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MSALCacheSQLiteTests",
-            dependencies: ["MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSALCacheSQLite", "CSQLite", "MSALTestSupport"]  // CSQLite: a second connection holding the lock
         ),
         .testTarget(
             name: "MSALCacheEncryptedFileTests",
