@@ -131,13 +131,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// ``defaultPath()`` computed from the given environment variables (`XDG_DATA_HOME`, `HOME`).
     /// - Returns: an absolute path.
     public static func defaultPath(environment: [String: String]) -> String {
-        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
-            return (dataHome.hasSuffix("/") ? String(dataHome.dropLast()) : dataHome) + "/msal/msal_cache.sqlite"
-        }
-        var home = environment["HOME"] ?? ""
-        if !home.hasPrefix("/") { home = NSHomeDirectory() }
-        if home.hasSuffix("/") { home.removeLast() }
-        return home + "/.local/share/msal/msal_cache.sqlite"
+        TokenCacheLocation.dataDirectory(environment: environment) + "/msal_cache.sqlite"
     }
 
     // MARK: TokenCacheStore

@@ -119,6 +119,10 @@ enum Tool {
 
     static func run(_ options: Options) async throws {
         let (application, authority) = try makeApplication(options)
+        if let movedAside = (application.cacheStore as? SQLiteTokenCacheStore)?.movedAsideCorruptFile {
+            // Tokens are lost with the damaged file; say so once, where scripts expect diagnostics.
+            Console.err("msal: warning: the token cache was damaged; it was moved to \(movedAside) and a new one started (users sign in again)")
+        }
         switch options.command {
         case "login" where !options.deviceCode:
             let output = options.output
