@@ -23,6 +23,16 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// `com.microsoft.adalcache` (``TokenCacheAccessGroup/default``), as MSAL for iOS/macOS's
     /// `MSALCacheConfig.keychainSharingGroup`.
     public var accessGroup: String
+    /// Caches an ADAL-era version of the app left behind, read (never written) so its users migrate
+    /// without signing in again: ``PublicClientApplication/account(forUsername:)`` searches them
+    /// besides the MSAL cache, and the first ``PublicClientApplication/acquireTokenSilent(with:)``
+    /// with an account found only there redeems the ADAL refresh token at the v2.0 endpoint and
+    /// writes MSAL entries (MSAL for iOS/macOS's migration path, Docs/Migration.md). Only entries
+    /// issued to ``clientID`` at an Entra ID authority are used. Default empty: no legacy cache is
+    /// read. For the Azure CLI's file: `[ADALPythonTokenCache(path: ADALPythonTokenCache.defaultPath())]`.
+    /// Drop the caches once the users have migrated: ``PublicClientApplication/remove(account:)``
+    /// never changes them, so a removed account would be found (and upgraded) there again.
+    public var legacyCaches: [any LegacyTokenCache]
     /// Seconds before an access token's expiry from which the cache no longer serves it and a silent
     /// request refreshes instead. Default 300 (as MSAL for iOS/macOS `tokenExpirationBuffer`).
     public var tokenExpirationBuffer: TimeInterval
@@ -84,6 +94,7 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.authority = authority
         self.cacheBackend = cacheBackend
         self.accessGroup = accessGroup
+        self.legacyCaches = []
         self.redirectURI = "http://localhost"
         self.applicationID = nil
         self.retryPolicy = .default

@@ -153,7 +153,7 @@ extension PublicClientApplication {
             context: ResponseContext(
                 authority: authority, openID: openID, requestedScopes: scopes, correlationID: correlationID,
                 expectedHomeAccountID: nil, knownRealm: nil, accountSource: "authorization_code", nonce: request.nonce,
-                requiredHomeAccountID: parameters.account?.identifier))
+                requiredHomeAccountID: parameters.account.flatMap { LegacyUser.isLegacyIdentifier($0.identifier) ? nil : $0.identifier }))
     }
 }
 

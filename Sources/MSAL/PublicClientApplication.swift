@@ -162,8 +162,12 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
-    private func silent(_ parameters: SilentTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
+    func silent(_ parameters: SilentTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
+        if !configuration.legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
+            // Found only in a legacy (ADAL) cache: the silent upgrade.
+            return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlationID)
+        }
         let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
         let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
@@ -436,7 +440,7 @@ public final class PublicClientApplication: Sendable {
     }
 
     /// Parameters every token request of this protocol carries: `client_info=1` on Entra ID and B2C.
-    private func protocolParameters(for authority: Authority) -> [String: String] {
+    func protocolParameters(for authority: Authority) -> [String: String] {
         Self.requestsClientInfo(authority.type) ? ["client_info": "1"] : [:]
     }
 
@@ -493,6 +497,9 @@ public final class PublicClientApplication: Sendable {
     /// may hold other apps' accounts, which are not returned; an account whose refresh token was
     /// rejected stays listed (and removable) while its other tokens are cached.
     ///
+    /// Accounts found only in ``PublicClientApplicationConfiguration/legacyCaches`` are not listed:
+    /// look them up with ``account(forUsername:)``.
+    ///
     /// - Returns: the accounts, sorted by username then identifier.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func allAccounts() throws(MSALError) -> [Account] {
@@ -521,17 +528,38 @@ public final class PublicClientApplication: Sendable {
         try allAccounts().first { $0.identifier.lowercased() == identifier.lowercased() }
     }
 
-    /// The account whose username matches, ignoring case: the migration path for apps that kept
-    /// ADAL user IDs (MSAL for iOS/macOS `accountForUsername:`).
+    /// The account whose username matches, ignoring case, in the MSAL cache and in the legacy caches
+    /// of ``PublicClientApplicationConfiguration/legacyCaches``: the migration path for apps that
+    /// kept ADAL user IDs (MSAL for iOS/macOS `accountForUsername:`, which reads both MSAL's and
+    /// ADAL's caches).
+    ///
+    /// An account in both (same username, same cloud, no contradicting object ID) is the MSAL one.
+    /// An account only in a legacy cache has an identifier that is not an MSAL home account ID
+    /// (opaque; never store it): pass the account to ``acquireTokenSilent(with:)``, which upgrades
+    /// it, and keep the result's ``AuthenticationResult/account`` identifier from then on.
     /// - Returns: the account, or `nil` when none matches.
-    /// - Throws: ``MSALError`` `.internal(.ambiguousAccount)` when several accounts (e.g. of
-    ///   different clouds) have that username; `.internal(.cacheError)` when the store cannot be read.
+    /// - Throws: ``MSALError`` `.internal(.ambiguousAccount)` when two different accounts have that
+    ///   username: accounts of different clouds, an MSAL account and a legacy entry whose object ID
+    ///   in the same tenant differs, or legacy entries that disagree on the object ID in one tenant
+    ///   (a user deleted and created again); `.internal(.cacheError)` when the MSAL store cannot be
+    ///   read. A legacy cache that cannot be read is logged and left out, never an error.
     public func account(forUsername username: String) throws(MSALError) -> Account? {
-        let matches = try allAccounts().filter { $0.username?.lowercased() == username.lowercased() }
-        guard matches.count <= 1 else {
-            throw .internal(.ambiguousAccount, "\(matches.count) signed-in accounts have this username; look the account up by its identifier.")
+        let wanted = username.lowercased()
+        let matches = try allAccounts().filter { $0.username?.lowercased() == wanted }
+        var count = matches.count
+        var legacyOnly: [LegacyUser] = []
+        for user in legacyUsers() where user.userID.lowercased() == wanted {
+            if user.hasObjectIDConflict {
+                count += 2
+            } else if !matches.contains(where: { user.isSameAccount(as: $0) }) {
+                legacyOnly.append(user)
+                count += 1
+            }
         }
-        return matches.first
+        guard count <= 1 else {
+            throw .internal(.ambiguousAccount, "More than one account has this username (in the MSAL cache or the legacy ADAL caches); look the account up by its identifier, or sign in interactively.")
+        }
+        return matches.first ?? legacyOnly.first?.account
     }
 
     /// Removes the account's tokens for this application from the cache (access, refresh and ID
