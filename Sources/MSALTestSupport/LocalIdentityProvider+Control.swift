@@ -21,6 +21,10 @@ extension LocalIdentityProvider {
     /// - `POST /_control/authorize/sign-in {"url", "username"?}` → `{"location": ...}`,
     /// - `POST /_control/fail-next {"count"?, "kind": "oauth|status|empty|html|throttled|declined", ...}`,
     /// - `POST /_control/users {"username", "tenant_id"?, "object_id"?, "name"?}`,
+    /// - `POST /_control/legacy/refresh-token {"username"?, "client_id"?, "resource"?, "tenant"?}` →
+    ///   `{"adal_entry": {...}}`, an ADAL for Python cache entry with a refresh token the v2.0
+    ///   endpoint redeems (``issueLegacyRefreshToken(username:clientID:resource:tenant:)``),
+    /// - `POST /_control/revoke {"username"? | "refresh_token"?}` → `{"revoked": n}`,
     /// - `GET /_control/requests` → `{"requests": [...]}`, secrets redacted,
     /// - `POST /_control/reset`.
     public var isControlAPIEnabled: Bool {
@@ -42,7 +46,7 @@ extension LocalIdentityProvider {
         ]
         if getRoutes.contains(route) {
             guard request.method == "GET" || request.method == "HEAD" else { return methodNotAllowed("GET") }
-        } else if postRoutes.contains(route) {
+        } else if postRoutes.contains(route) || LocalIdentityProvider.legacyControlRoutes.contains(route) {
             guard request.method == "POST" else { return methodNotAllowed("POST") }
         } else {
             return controlError("No control endpoint at \(request.path).", status: 404)
@@ -56,6 +60,8 @@ extension LocalIdentityProvider {
         }
         do throws(MSALError) {
             switch route {
+            case _ where LocalIdentityProvider.legacyControlRoutes.contains(route):
+                return .json(try legacyControl(route, body))
             case "/requests":
                 return .json(["requests": .array(requests.map { LocalIdentityProvider.json($0.redacted()) })])
             case "/device/pending":
