@@ -109,7 +109,7 @@ extension LocalIdentityProvider {
                 refreshToken: refreshToken, accessToken: TokenMint.randomToken(bytes: 48),
                 expiresOn: now.addingTimeInterval(TimeInterval(lifetime)), expiresIn: lifetime,
                 username: user.username, objectID: objectID, tenantID: tenantID, homeTenantID: tenantID == home ? nil : home,
-                clientID: clientID, resource: resource, authority: "\(baseString)/\(tenantID)")
+                clientID: clientID, resource: resource, authority: "http://127.0.0.1:\(state.port)/\(tenantID)")
         }
         notifyStateChange()
         return tokens

@@ -43,10 +43,20 @@ struct Options {
     var noBrowser = false
     var timeout: TimeInterval?
     var knownAuthorities: [String] = []
+    /// `migrate-adal --from`: the ADAL for Python cache to migrate.
+    var migrateFrom: String?
+    /// `token --adal-cache` (env `MSAL_ADAL_CACHE`): an ADAL for Python cache searched for `--account`.
+    var adalCache: String?
     /// The arguments after a command that parses its own (`dev-provider`).
     var commandArguments: [String] = []
 
-    static let commands = ["login", "token", "accounts", "logout", "demo", "dev-provider", "help"]
+    static let commands = ["login", "token", "accounts", "logout", "migrate-adal", "demo", "dev-provider", "help"]
+
+    /// Whether the command may create the cache file: a sign-in, a migration, and a silent request
+    /// that may upgrade a legacy account (its tokens must outlive the process).
+    var createsCache: Bool {
+        command == "login" || command == "migrate-adal" || (command == "token" && adalCache != nil)
+    }
 
     /// Parses the arguments after the program name; environment fallbacks come from `environment`.
     static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Options {
@@ -76,6 +86,8 @@ struct Options {
                 options.authorityType = type
             case "--client-id": options.clientID = try value(for: argument)
             case "--known-authority": options.knownAuthorities.append(try value(for: argument))
+            case "--from": options.migrateFrom = try value(for: argument)
+            case "--adal-cache": options.adalCache = try value(for: argument)
             case "--scope": options.scopes.append(try value(for: argument))
             case "--account": options.account = try value(for: argument)
             case "--cache": options.cache = try value(for: argument)
@@ -117,7 +129,25 @@ struct Options {
         }
         // An empty variable counts as unset.
         func fallback(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        if options.authority == nil { options.authority = fallback("MSAL_AUTHORITY") }
+        if options.migrateFrom != nil && options.command != "migrate-adal" {
+            throw UsageError(message: "--from applies to 'migrate-adal' only (for 'token', name an ADAL cache with --adal-cache)")
+        }
+        if options.adalCache != nil && options.command != "token" {
+            throw UsageError(message: "--adal-cache applies to 'token' only (to migrate a whole ADAL cache, run 'msal migrate-adal --from PATH')")
+        }
+        if options.command == "migrate-adal" {
+            guard options.migrateFrom != nil else {
+                throw UsageError(message: "'migrate-adal' needs --from PATH (the Azure CLI's ADAL cache is ~/.azure/accessTokens.json)")
+            }
+            if options.authority != nil || options.authorityType != nil {
+                throw UsageError(message: "--authority and --authority-type do not apply to 'migrate-adal': each entry is redeemed at its own _authority")
+            }
+            if !options.scopes.isEmpty {
+                throw UsageError(message: "--scope does not apply to 'migrate-adal': each entry asks for <resource>/.default")
+            }
+        }
+        if options.command == "token", options.adalCache == nil { options.adalCache = fallback("MSAL_ADAL_CACHE") }
+        if options.authority == nil, options.command != "migrate-adal" { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
         if !arguments.contains("--cache-backend"), let raw = fallback("MSAL_CACHE_BACKEND") {
             options.cacheBackend = try cacheBackend(raw, from: "MSAL_CACHE_BACKEND")
@@ -138,7 +168,7 @@ struct Options {
         if options.cacheKeyFile != nil && options.cachePassphrase != nil {
             throw UsageError(message: "give either --cache-key-file or MSAL_CACHE_PASSPHRASE, not both")
         }
-        if options.authorityType == nil, let raw = fallback("MSAL_AUTHORITY_TYPE") {
+        if options.authorityType == nil, options.command != "migrate-adal", let raw = fallback("MSAL_AUTHORITY_TYPE") {
             guard let type = AuthorityType(rawValue: raw) else {
                 throw UsageError(message: "MSAL_AUTHORITY_TYPE must be one of \(AuthorityType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(raw)'")
             }
@@ -177,6 +207,8 @@ struct Options {
       token                 get an access token silently (cache, else refresh token)
       accounts              list the signed-in accounts
       logout                remove an account and its tokens from the cache
+      migrate-adal          move the users of an ADAL cache (the Azure CLI's accessTokens.json) to the
+                            MSAL cache, entry by entry, without signing in again
       demo                  run the whole flow against a local Entra-compatible provider
       dev-provider          serve the local Entra-compatible provider until stopped ('msal dev-provider --help')
 
@@ -187,6 +219,9 @@ struct Options {
       --known-authority HOST      a trusted B2C host (repeatable); B2C authorities need it
       --scope S                   a scope to request; repeat for several
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout
+      --adal-cache PATH           token: also look --account up in this ADAL for Python cache and
+                                  upgrade it silently (env MSAL_ADAL_CACHE); the file is never changed
+      --from PATH                 migrate-adal: the ADAL for Python cache to migrate (read-only)
       --cache-backend B           sqlite (default), keyring, encrypted-file, json, or auto (keyring, else
                                   encrypted file) (env MSAL_CACHE_BACKEND)
       --cache PATH                the cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite,

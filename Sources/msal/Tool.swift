@@ -32,6 +32,9 @@ enum Tool {
                 try await run(options)
             }
             exit(0)
+        } catch let failures as MigrateADAL.Failures {
+            // The report was printed; the exit code says whether users must sign in again.
+            exit(failures.exitCode)
         } catch let error as UsageError {
             Console.err("msal: usage error: \(error.message)")
             exit(2)
@@ -67,12 +70,14 @@ enum Tool {
             clientID: clientID, authority: authority, cacheBackend: cacheBackend(options),
             accessGroup: options.accessGroup ?? TokenCacheAccessGroup.default)
         if let redirect = try redirectURI(options) { configuration.redirectURI = redirect }
+        if let adalCache = options.adalCache { configuration.legacyCaches = [ADALPythonTokenCache(path: adalCache)] }
         return (try PublicClientApplication(configuration: configuration), authority)
     }
 
     /// The cache backend of `--cache-backend`, `--cache`, `--cache-key-file` and `MSAL_CACHE_PASSPHRASE`.
-    /// Only a sign-in creates a cache file: reading commands on a missing file (a mistyped path, or
-    /// nobody signed in yet) see an empty cache and create nothing.
+    /// Only a sign-in or a migration (`migrate-adal`, `token --adal-cache`) creates a cache file:
+    /// reading commands on a missing file (a mistyped path, or nobody signed in yet) see an empty
+    /// cache and create nothing.
     static func cacheBackend(_ options: Options) -> TokenCacheBackend {
         let path: String?
         switch options.cacheBackend {
@@ -81,7 +86,7 @@ enum Tool {
         case .json: path = options.cache
         case .keyring, .auto: path = nil
         }
-        if let path, options.command != "login", !FileManager.default.fileExists(atPath: path) { return .inMemory }
+        if let path, !options.createsCache, !FileManager.default.fileExists(atPath: path) { return .inMemory }
         switch options.cacheBackend {
         case .sqlite: return .sqlite(path: path)
         case .json: return .jsonFile(path: path ?? "")
@@ -190,6 +195,8 @@ enum Tool {
             case .json: Console.out(Console.jsonLine(["removed": account.jsonObject]))
             case .text: Console.out("Removed \(account.username ?? account.identifier) (\(account.environment)) from the cache.")
             }
+        case "migrate-adal":
+            try await MigrateADAL.run(application, from: options.migrateFrom ?? "", output: options.output)
         default:
             throw UsageError(message: "unknown command '\(options.command)'")
         }
@@ -204,6 +211,13 @@ enum Tool {
             if let account = accounts.first(where: { $0.identifier.lowercased() == wanted })
                 ?? accounts.first(where: { $0.username?.lowercased() == wanted }) {
                 return account
+            }
+            // With --adal-cache: a user of the ADAL cache who has not been migrated yet (the silent
+            // request upgrades it); two accounts with the username are an ambiguousAccount error.
+            // (An MSAL account of another provider's environment is not one of this authority's.)
+            if !application.configuration.legacyCaches.isEmpty, let legacy = try application.account(forUsername: name),
+               try !application.allAccounts().contains(where: { $0.identifier.lowercased() == legacy.identifier.lowercased() }) {
+                return legacy
             }
             throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) matches '\(name)'; run 'msal login'.")
         }
