@@ -52,7 +52,7 @@ extension PublicClientApplication {
             let requested = try ScopeSet.validatedRequest(scopes ?? entry.resource.map { [ScopeSet.defaultScope(forResource: $0)] } ?? [])
             return try await redeemLegacy(
                 entry, authority: authority, scopes: requested, extraParameters: [:], correlationID: correlation,
-                throttleIdentifier: LegacyUser.identifier(userID: entry.userID, homeAccountID: entry.homeAccountID))
+                throttleIdentifier: LegacyUser.throttleIdentifier(entry))
         } catch {
             throw error.filling(correlationID: correlation)
         }
@@ -170,7 +170,7 @@ extension PublicClientApplication {
             do {
                 return try await redeemLegacy(
                     entry, authority: authority, scopes: scopes, extraParameters: extraParameters, correlationID: correlationID,
-                    throttleIdentifier: user.identifier)
+                    throttleIdentifier: LegacyUser.throttleIdentifier(entry))
             } catch {
                 // A rejected token: another entry may hold a different one. Anything else (the
                 // provider is down, the app's registration is wrong) stops here.
@@ -287,6 +287,12 @@ struct LegacyUser {
     }
 
     var identifier: String { Self.identifier(userID: userID, homeAccountID: homeAccountID) }
+
+    /// The account part of a legacy entry's throttling key: one per entry, so a rejected entry does
+    /// not keep the user's other entries (which may hold other refresh tokens) from being tried.
+    static func throttleIdentifier(_ entry: LegacyTokenEntry) -> String {
+        identifier(userID: entry.userID, homeAccountID: entry.homeAccountID) + "|" + entry.source + "#" + String(entry.position)
+    }
 
     /// The account ``PublicClientApplication/account(forUsername:)`` returns: a tenant profile per
     /// tenant whose object ID the entries name.
