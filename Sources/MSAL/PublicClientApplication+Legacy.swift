@@ -324,10 +324,17 @@ struct LegacyUser {
     }
 
     /// The entries to try for a request, each distinct refresh token once: entries of the
-    /// request's tenant first, then the rest, most recently issued first.
+    /// request's tenant first; then entries of the user's own organization before guest entries
+    /// (ADAL kept `identityProvider`, the `idp` claim, only for guests), so that a `common` or
+    /// `organizations` request lands in the home tenant as MSAL's silent requests do; within each,
+    /// the most recently issued first (``entries`` order).
     func candidates(for request: Authority) -> [LegacyTokenEntry] {
         let requestTenant = request.tenant?.isSingleTenant == true ? request.tenant?.segment : nil
-        let ordered = entries.filter { $0.tenant != nil && $0.tenant == requestTenant } + entries.filter { $0.tenant == nil || $0.tenant != requestTenant }
+        func rank(_ entry: LegacyTokenEntry) -> Int {
+            if let requestTenant, entry.tenant == requestTenant { return 0 }
+            return entry.identityProvider == nil ? 1 : 2
+        }
+        let ordered = entries.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
         var seen: Set<String> = []
         return ordered.filter { seen.insert($0.refreshToken).inserted }
     }

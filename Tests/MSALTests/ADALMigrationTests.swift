@@ -35,11 +35,14 @@ final class ADALFixture: Sendable {
     /// Every log line of the fixture's applications.
     let log = LogCapture()
 
-    /// - Parameter extraEntries: appended to the file, after the user, service-principal and
+    /// - Parameters:
+    ///   - extraEntries: appended to the file, after the user, service-principal and
     ///   malformed entries; built from the issued tokens.
-    init(extraEntries: (ADALFixture.Tokens) throws -> [JSONValue] = { _ in [] }) throws {
+    ///   - systemClock: the provider runs on the system clock (for `msal` processes, which have no
+    ///     other); Alice's home entry then carries an `expiresOn` in the past instead.
+    init(systemClock: Bool = false, extraEntries: (ADALFixture.Tokens) throws -> [JSONValue] = { _ in [] }) throws {
         clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
-        provider = LocalIdentityProvider(clock: clock)
+        provider = systemClock ? LocalIdentityProvider() : LocalIdentityProvider(clock: clock)
         provider.addUser(Self.bob)
         try provider.addGuest(username: Self.alice.username, tenantID: Self.fabrikam)
         try provider.start()
@@ -49,6 +52,10 @@ final class ADALFixture: Sendable {
         bobHome = try provider.issueLegacyRefreshToken(username: Self.bob.username, clientID: client, resource: Self.resource)
         let utc = TimeZone(identifier: "UTC")!
         var entries: [JSONValue] = [aliceHome, aliceGuest, bobHome].map { $0.adalPythonEntry(timeZone: utc) }
+        if systemClock, var expired = entries[0].objectValue {
+            expired["expiresOn"] = .string("2020-01-01 00:00:00.000001")
+            entries[0] = .object(expired)
+        }
         entries.append(.object([  // the Azure CLI's service principal: `accessToken` is its client secret
             "servicePrincipalId": .string("3d5f7a9c-1e2b-4c4d-8e6f-7a8b9c0d1e2f"),
             "servicePrincipalTenant": .string(Self.alice.tenantID),
@@ -158,8 +165,8 @@ struct ADALMigrationTests {
         #expect(fixture.refreshRequests(since: before).count == 1)
         #expect(redemption.path.hasSuffix("/oauth2/v2.0/token"))
         let redeemed: String = redemption.formParameters["refresh_token"] ?? ""
-        let aliceTokens: [String] = [fixture.aliceHome.refreshToken, fixture.aliceGuest.refreshToken]
-        #expect(aliceTokens.contains(redeemed))
+        // Her own organization's entry, not the guest one: `organizations` means the home tenant.
+        #expect(redeemed == fixture.aliceHome.refreshToken)
         let requested = ScopeSet(spaceDelimited: redemption.formParameters["scope"] ?? "")
         let expectedScopes: ScopeSet = ["api://demo/Files.Read", "openid", "profile", "offline_access"]
         #expect(requested == expectedScopes)
