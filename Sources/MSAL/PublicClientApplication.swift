@@ -148,10 +148,18 @@ public final class PublicClientApplication: Sendable {
     ///
     /// A refresh response without a new refresh token or ID token keeps the cached ones.
     ///
+    /// An account found only in a legacy cache (``account(forUsername:)`` with
+    /// ``PublicClientApplicationConfiguration/legacyCaches``) is upgraded: its ADAL refresh token is
+    /// redeemed at the v2.0 endpoint for these scopes, the result is cached as MSAL entries, and
+    /// ``AuthenticationResult/account`` carries the MSAL home account ID; the legacy cache is not
+    /// changed (MSAL for iOS/macOS's migration path; Docs/Migration.md).
+    ///
     /// - Returns: the result; ``AuthenticationResult/tokenSource`` says whether it came from the cache.
     /// - Throws: ``MSALError``: `.interactionRequired` when the account has no refresh token in the
     ///   cache or the provider rejects it (with the server's `error`, `suberror`, HTTP status and
-    ///   correlation ID); `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
+    ///   correlation ID), and when the provider rejects every legacy refresh token of a legacy
+    ///   account; `.internal(.ambiguousAccount)` when the legacy caches hold two users with the
+    ///   account's username; `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
         let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
