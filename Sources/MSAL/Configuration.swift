@@ -28,7 +28,7 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// besides the MSAL cache, and the first ``PublicClientApplication/acquireTokenSilent(with:)``
     /// with an account found only there redeems the ADAL refresh token at the v2.0 endpoint and
     /// writes MSAL entries (MSAL for iOS/macOS's migration path, Docs/Migration.md). Only entries
-    /// issued to ``clientID`` at an Entra ID authority are used. Default empty: no legacy cache is
+    /// issued to ``clientID`` (or family refresh tokens) at an Entra ID authority are used. Default empty: no legacy cache is
     /// read. For the Azure CLI's file: `[ADALPythonTokenCache(path: ADALPythonTokenCache.defaultPath())]`.
     /// Drop the caches once the users have migrated: ``PublicClientApplication/remove(account:)``
     /// never changes them, so a removed account would be found (and upgraded) there again.

@@ -30,7 +30,8 @@ extension PublicClientApplication {
     ///   - correlationID: sent as `client-request-id`; a new UUID when `nil`.
     /// - Returns: the result; its ``AuthenticationResult/account`` has the MSAL home account ID.
     /// - Throws: ``MSALError``: `.internal(.invalidParameter)` when the entry was issued to another
-    ///   client ID (a refresh token redeems only for its own client); `.internal(.invalidAuthority)`
+    ///   client ID and is not a family refresh token (a refresh token redeems only for its own client
+    ///   or, FOCI, its family); `.internal(.invalidAuthority)`
     ///   when its authority is not an Entra ID authority (AD FS entries are not migrated);
     ///   `.interactionRequired` when the provider rejects the refresh token (revoked, expired, the
     ///   user must do MFA: the user signs in interactively); `.internal(.invalidScope)`;
@@ -39,7 +40,7 @@ extension PublicClientApplication {
     public func upgrade(legacyEntry entry: LegacyTokenEntry, scopes: [String]? = nil, correlationID: UUID? = nil) async throws(MSALError) -> AuthenticationResult {
         let correlation = (correlationID ?? UUID()).uuidString.lowercased()
         do throws(MSALError) {
-            guard entry.clientID.lowercased() == configuration.clientID.lowercased() else {
+            guard isUsable(entry) else {
                 throw MSALError.internal(
                     .invalidParameter,
                     "\(entry.source) #\(entry.position) was issued to client \(entry.clientID), not to this application (\(configuration.clientID)); a refresh token redeems only for its own client.")
@@ -82,7 +83,7 @@ extension PublicClientApplication {
                 }
             }
             for entry in contents.entries {
-                guard entry.clientID.lowercased() == configuration.clientID.lowercased() else {
+                guard isUsable(entry) else {
                     logger.debug("\(entry.source) entry #\(entry.position) skipped: issued to another client (\(entry.clientID))")
                     continue
                 }
@@ -96,6 +97,14 @@ extension PublicClientApplication {
             }
         }
         return order.compactMap { key in groups[key].map(LegacyUser.init(entries:)) }
+    }
+
+    /// Whether this application may redeem a legacy entry's refresh token: it was issued to this
+    /// client ID, or it is a family refresh token (FOCI), which any client of the family redeems
+    /// (a client outside the family gets `invalid_grant` / `client_mismatch`, and the next entry is
+    /// tried).
+    func isUsable(_ entry: LegacyTokenEntry) -> Bool {
+        entry.clientID.lowercased() == configuration.clientID.lowercased() || entry.familyID != nil
     }
 
     /// The Entra ID authority of a legacy entry, or `nil` for AD FS and anything that does not parse

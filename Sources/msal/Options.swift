@@ -146,7 +146,10 @@ struct Options {
                 throw UsageError(message: "--scope does not apply to 'migrate-adal': each entry asks for <resource>/.default")
             }
         }
-        if options.command == "token", options.adalCache == nil { options.adalCache = fallback("MSAL_ADAL_CACHE") }
+        if options.command == "token", options.adalCache != nil, options.account == nil {
+            throw UsageError(message: "--adal-cache needs --account <UPN>: the ADAL user to find and upgrade")
+        }
+        if options.command == "token", options.account != nil, options.adalCache == nil { options.adalCache = fallback("MSAL_ADAL_CACHE") }
         if options.authority == nil, options.command != "migrate-adal" { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
         if !arguments.contains("--cache-backend"), let raw = fallback("MSAL_CACHE_BACKEND") {

@@ -278,7 +278,9 @@ struct ADALMigrationTests {
         var entry = fixture.aliceHome.adalPythonEntry().objectValue!
         entry["oid"] = .string("11111111-2222-4333-8444-555555555555")
         let otherFile = fixture.directory.path("other-accessTokens.json")
-        try JSONEncoder().encode(JSONValue.array([.object(entry)])).write(to: URL(fileURLWithPath: otherFile))
+        let otherBytes = try JSONEncoder().encode(JSONValue.array([.object(entry)]))
+        try otherBytes.write(to: URL(fileURLWithPath: otherFile))
+        defer { #expect((try? Data(contentsOf: URL(fileURLWithPath: otherFile))) == otherBytes) }
         let withLegacy = try fixture.application(legacy: [ADALPythonTokenCache(path: otherFile)])
         #expect { _ = try withLegacy.account(forUsername: ADALFixture.alice.username) } throws: { error in
             (error as? MSALError)?.internalCode == .ambiguousAccount
@@ -390,4 +392,47 @@ struct ADALMigrationTests {
         try FileManager.default.removeItem(atPath: garbage)
         fixture.expectLegacyUnchanged()
     }
+
+    @Test("Another LegacyTokenCache conformer (client info kept, a family refresh token): the identifier is known before the upgrade, and another app of the family upgrades it")
+    func secondConformer() async throws {
+        let fixture = try ADALFixture()
+        defer { fixture.stop() }
+        let appA = "a1a1a1a1-0000-4000-8000-0000000000a1", appB = "b2b2b2b2-0000-4000-8000-0000000000b2"
+        fixture.provider.addFamilyClient(appA)
+        fixture.provider.addFamilyClient(appB)
+        let tokens = try fixture.provider.issueLegacyRefreshToken(username: ADALFixture.alice.username, clientID: appA, resource: ADALFixture.graph)
+        let entry = LegacyTokenEntry(
+            source: "keyed items", position: 1, authority: tokens.authority, clientID: appA, resource: ADALFixture.graph,
+            userID: ADALFixture.alice.username, refreshToken: tokens.refreshToken, homeAccountID: Self.aliceID,
+            objectID: tokens.objectID, tenantID: tokens.tenantID, familyID: "1")
+        #expect(!String(describing: entry).contains(tokens.refreshToken))
+        let application = try fixture.application(clientID: appB, legacy: [StaticLegacyCache(entries: [entry])])
+        let account = try #require(try application.account(forUsername: ADALFixture.alice.username))
+        #expect(account.identifier == Self.aliceID)
+        #expect(account.tenantProfiles.first?.isHomeTenant == true)
+        #expect(try application.allAccounts().isEmpty)
+        let before = fixture.provider.requests.count
+        let result = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: account))
+        #expect(result.account.identifier == Self.aliceID)
+        let redemption = try #require(fixture.refreshRequests(since: before).first)
+        #expect(redemption.formParameters["client_id"] == appB)
+        #expect(redemption.formParameters["refresh_token"] == tokens.refreshToken)
+        #expect(try application.allAccounts().map(\.identifier) == [Self.aliceID])
+        // A client outside the family finds the user (a family token may belong to any member), but
+        // the provider refuses the token (client_mismatch): the user must sign in.
+        let outsider = try fixture.application(clientID: "c3c3c3c3-0000-4000-8000-0000000000c3", legacy: [StaticLegacyCache(entries: [entry])])
+        let stranger = try #require(try outsider.account(forUsername: ADALFixture.alice.username))
+        await #expect { _ = try await outsider.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: stranger)) } throws: { error in
+            (error as? MSALError)?.code == .interactionRequired && (error as? MSALError)?.subError == "client_mismatch"
+        }
+        fixture.expectLegacyUnchanged()
+    }
+}
+
+/// A legacy cache of given entries: the shape of any other ``LegacyTokenCache`` conformer.
+struct StaticLegacyCache: LegacyTokenCache {
+    let name = "test legacy cache"
+    let entries: [LegacyTokenEntry]
+
+    func read() throws(MSALError) -> LegacyTokenCacheContents { LegacyTokenCacheContents(entries: entries) }
 }

@@ -143,6 +143,7 @@ struct ADALMigrationToolTests {
         ["migrate-adal", "--client-id", "a", "--from", "x.json", "--scope", "s"],
         ["accounts", "--client-id", "a", "--adal-cache", "x.json"],
         ["token", "--client-id", "a", "--scope", "s", "--from", "x.json"],
+        ["token", "--client-id", "a", "--scope", "s", "--adal-cache", "x.json"],
     ])
     func usage(arguments: [String]) async throws {
         let run = try await ToolRun.run(arguments)
@@ -163,6 +164,7 @@ struct ADALMigrationToolTests {
         #expect(bad.status == 1)
         #expect(bad.stderr.contains("\"error\":\"internal.cacheError\""))
         #expect(!bad.stderr.contains("rt-in-a-garbage-file") && !bad.stdout.contains("rt-in-a-garbage-file"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: garbage)) == Data("{\"refreshToken\": \"rt-in-a-garbage-file\"".utf8))
     }
 
     @Test("End to end through msal dev-provider: mint ADAL entries with the control API, migrate them, get tokens")
