@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "MSALCache", targets: ["MSALCache"]),
         .library(name: "MSALCacheSQLite", targets: ["MSALCacheSQLite"]),
         .library(name: "MSALCacheEncryptedFile", targets: ["MSALCacheEncryptedFile"]),
+        .library(name: "MSALCacheKeyring", targets: ["MSALCacheKeyring"]),
         .library(name: "MSALWebAuth", targets: ["MSALWebAuth"]),
         .library(name: "MSAL", targets: ["MSAL"]),
         .library(name: "MSALTestSupport", targets: ["MSALTestSupport"]),
@@ -22,6 +23,11 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(
+            name: "CLibsecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+        .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
@@ -31,6 +37,7 @@ let package = Package(
         .target(name: "MSALCache", dependencies: ["MSALCore"]),
         .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
         .target(name: "MSALCacheEncryptedFile", dependencies: ["MSALCache", "COpenSSL"]),
+        .target(name: "MSALCacheKeyring", dependencies: ["MSALCache", "CLibsecret"]),
         .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
@@ -58,6 +65,10 @@ let package = Package(
         .testTarget(
             name: "MSALCacheEncryptedFileTests",
             dependencies: ["MSALCacheEncryptedFile", "MSALTestSupport"]
+        ),
+        .testTarget(
+            name: "MSALCacheKeyringTests",
+            dependencies: ["MSALCacheKeyring", "MSALTestSupport"]
         ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(

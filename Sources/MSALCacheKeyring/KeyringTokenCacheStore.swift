@@ -1,0 +1,371 @@
+public import Foundation
+public import MSALCache
+public import MSALCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A token cache store in the Secret Service keyring (GNOME Keyring, KeePassXC, KWallet's Secret
+/// Service): one keyring item per entry in the default collection, laid out as MSAL for iOS/macOS
+/// lays out its keychain items (see ``KeyringItemLayout``).
+///
+/// The Secret Service has no transactions, so the guarantees of ``TokenCacheStore`` are built here:
+///
+/// - **Serialized writers.** Every change holds an exclusive `flock` on the access group's lock file
+///   (`keyring.<group>.lock` in ``lockDirectory``), so writers in this and other processes run one
+///   after another. Every process that shares an access group must use the same lock directory; the
+///   default (`$XDG_RUNTIME_DIR/swift-msal`, else `~/.cache/swift-msal`) is the same for all
+///   processes of a user's session.
+/// - **All or nothing, also when the process dies.** Under the lock a change first writes a
+///   journal item holding the secrets of every item it is about to replace or remove (an undo log),
+///   then its items, then removes the journal. Whoever next takes the lock (or a reader that sees the
+///   journal) restores those items, so the store reopens to the state before an interrupted change.
+///   A change that fails with an error is undone the same way before the error is thrown.
+/// - **Readers never see half a change.** The lock file holds a counter that a writer makes odd
+///   before its first keyring call and even after its last (a sequence lock). ``readAll()`` reads the
+///   counter, the keyring, and the counter again, and keeps the result only when both are the same
+///   even value; otherwise it retries, and finally reads while holding the lock.
+/// - **Change detection.** ``changeStamp()`` is that counter: one small file read, no D-Bus call.
+/// - **Bulk reads.** ``readAll()`` makes four Secret Service calls whatever the number of entries:
+///   `ReadAlias`, the default collection's `Locked` property, one `SearchItems` and one `GetSecrets`.
+/// - **No prompts, no hangs.** The store never asks the service to unlock anything: a locked default
+///   collection is an error. Every call is cancelled after ``serviceTimeout`` seconds.
+/// - **Thread safety.** Calls into libsecret are serialized in the process; the store may be used
+///   from any thread.
+/// - **Access groups.** Items carry their group in the `access_group` attribute; stores of different
+///   groups never see each other's entries.
+///
+/// Errors: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used on this
+/// machine as it is (no D-Bus session bus, no Secret Service provider, no default collection, or a
+/// locked one; the message says what to install or unlock, or to choose the encrypted-file or SQLite
+/// store); `.internal(.cacheError)` for other failures. No message contains a secret.
+///
+/// Sources: MSAL for iOS/macOS keychain layout (`MSIDKeychainTokenCache`, `MSIDDefaultCredentialCacheKey`);
+/// the Secret Service API (freedesktop.org) as libsecret implements it; msal-extensions'
+/// `LibsecretPersistence` and `CrossPlatLock`.
+public final class KeyringTokenCacheStore: TokenCacheStore {
+    /// The access group whose items this store reads and writes.
+    public let accessGroup: String
+    /// The directory of the lock files (absolute or relative to the working directory).
+    public let lockDirectory: String
+    /// How long, in seconds, one Secret Service call may take before it is cancelled.
+    public let serviceTimeout: TimeInterval
+
+    private let lockFile: KeyringLockFile
+    private let logger: Logger
+    private let client = SecretServiceClient.shared
+
+    /// How many times ``readAll()`` reads without the lock before it takes the lock.
+    private static let optimisticReads = 4
+
+    /// Opens the keyring store of `accessGroup`: connects to the Secret Service, checks that the
+    /// default collection exists and is unlocked, creates the lock file (0600; its directory 0700)
+    /// and finishes a change that a dead process interrupted.
+    /// - Parameters:
+    ///   - accessGroup: the partition of the keyring this store uses; default
+    ///     ``TokenCacheAccessGroup/default`` (`com.microsoft.adalcache`).
+    ///   - lockDirectory: where the lock files live; `nil` for the default
+    ///     (`$XDG_RUNTIME_DIR/swift-msal`, else `$XDG_CACHE_HOME/swift-msal`, else `~/.cache/swift-msal`).
+    ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
+    ///   - serviceTimeout: how long, in seconds, one Secret Service call may take (default 10).
+    ///   - logger: receives a warning when an interrupted change is undone; never a secret.
+    /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used here
+    ///   (see the type's description), `.internal(.invalidParameter)` for an invalid access group,
+    ///   `.internal(.cacheError)` when the lock file cannot be created or the service fails.
+    public init(
+        accessGroup: String = TokenCacheAccessGroup.default,
+        lockDirectory: String? = nil,
+        lockTimeout: TimeInterval = 10,
+        serviceTimeout: TimeInterval = 10,
+        logger: Logger = .none
+    ) throws(MSALError) {
+        self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
+        let directory = lockDirectory ?? KeyringLockFile.defaultDirectory(environment: ProcessInfo.processInfo.environment)
+        guard !directory.isEmpty else {
+            throw .internal(.invalidParameter, "The keyring token cache's lock directory is empty; leave it out to use the default.")
+        }
+        self.lockDirectory = directory
+        self.serviceTimeout = serviceTimeout
+        self.logger = logger
+        lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, timeout: lockTimeout)
+        try lockFile.withExclusiveLock { (holder) throws(MSALError) in
+            _ = try holder.counter()
+            try recover(holder)
+        }
+    }
+
+    // MARK: TokenCacheStore
+
+    /// Reads every entry of this access group as of one committed state.
+    /// - Returns: the contents keyed by stored key; an item whose entry this version cannot read goes
+    ///   to ``TokenCacheContents/unreadableEntries``.
+    /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used (e.g. it
+    ///   was locked meanwhile), `.internal(.cacheError)` when reading fails.
+    public func readAll() throws(MSALError) -> TokenCacheContents {
+        for attempt in 0..<Self.optimisticReads {
+            let before = try lockFile.readCounter()
+            if before & 1 == 0 {
+                let snapshot: Snapshot
+                do {
+                    snapshot = try readSnapshot()
+                } catch {
+                    if try lockFile.readCounter() != before { continue }  // a writer got in the way
+                    throw error
+                }
+                if try lockFile.readCounter() == before {
+                    if snapshot.journal == nil { return snapshot.contents }
+                    break  // an interrupted change: undo it under the lock
+                }
+            }
+            usleep(UInt32(200 << attempt) + UInt32.random(in: 0...200))
+        }
+        return try lockFile.withExclusiveLock { (holder) throws(MSALError) -> TokenCacheContents in
+            try recover(holder)
+            return try readSnapshot().contents
+        }
+    }
+
+    /// Applies the change atomically (see the type's guarantees).
+    /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used,
+    ///   `.internal(.cacheError)` when the change could not be stored (then nothing of it is), e.g.
+    ///   another writer held the lock beyond the lock timeout.
+    public func apply(_ change: TokenCacheChange) throws(MSALError) {
+        _ = try applyReportingStamps(change)
+    }
+
+    /// The change counter from the lock file: one small file read, no D-Bus call. It is odd while a
+    /// change is being written.
+    /// - Returns: the counter; 0 when the lock file is missing (e.g. its directory was wiped).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the lock file cannot be read.
+    public func changeStamp() throws(MSALError) -> UInt64 {
+        try lockFile.readCounter()
+    }
+
+    /// Applies the change under the lock and reports the counter before and after it. An empty change
+    /// writes nothing and reports the same stamp twice.
+    /// - Returns: the change stamps before and after the change.
+    /// - Throws: as ``apply(_:)``.
+    public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
+        try lockFile.withExclusiveLock { (holder) throws(MSALError) -> AppliedChangeStamps in
+            try recover(holder)
+            let before = try holder.counter()
+            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
+            _ = try write(change, holder: holder, before: before, crash: nil)
+            return AppliedChangeStamps(before: before, after: before &+ 2)
+        }
+    }
+
+    // MARK: Reading
+
+    private struct Snapshot: Sendable {
+        var contents: TokenCacheContents
+        var journal: [UInt8]?
+    }
+
+    /// Reads the group's items with one search and one bulk secret transfer.
+    private func readSnapshot() throws(MSALError) -> Snapshot {
+        let attributes = [
+            KeyringItemLayout.schemaAttribute: KeyringItemLayout.tokenCacheSchema,
+            KeyringItemLayout.Attribute.accessGroup: accessGroup,
+        ]
+        let secrets = try session(doing: "reading the token cache") { session throws(KeyringProblem) -> [String: [UInt8]] in
+            let collection = try session.defaultCollection()
+            let found = try session.search(attributes)
+            if found.locked.contains(where: { $0.hasPrefix(collection + "/") }) { throw .locked }
+            return try session.secrets(found.unlocked)
+        }
+        var snapshot = Snapshot(contents: TokenCacheContents(), journal: nil)
+        // Sorted paths: if a foreign tool left two items with one key, the choice is stable.
+        for path in secrets.keys.sorted() {
+            guard let record = ItemRecord(decoding: secrets[path]!) else {
+                logger.warning("A keyring item of the token cache schema has a secret that is not a swift-msal record; it was skipped.")
+                continue
+            }
+            if record.itemKey == .journal {
+                snapshot.journal = secrets[path]
+            } else if let entry = record.cacheEntry {
+                snapshot.contents.insert(entry, storedKey: record.itemKey.key)
+            } else {
+                snapshot.contents.unreadableEntries[record.itemKey.kind, default: [:]][record.itemKey.key] = record.entry
+            }
+        }
+        return snapshot
+    }
+
+    // MARK: Writing
+
+    /// Where a simulated crash stops a change (tests only): the process "dies" there, leaving the
+    /// lock file's counter odd and whatever was written in the keyring.
+    enum CrashPoint: Sendable, Hashable {
+        /// After making the counter odd, before the journal.
+        case beforeJournal
+        /// After writing the journal, before the first item.
+        case afterJournal
+        /// After this many of the change's keys were written.
+        case afterKeys(Int)
+        /// After every item, before the journal is removed.
+        case beforeJournalRemoval
+    }
+
+    /// Applies `change` like ``apply(_:)`` but stops at `point` as if the process had been killed
+    /// there: no undo, no counter update, the lock released (tests only).
+    func applySimulatingCrash(_ change: TokenCacheChange, at point: CrashPoint) throws(MSALError) {
+        try lockFile.withExclusiveLock { (holder) throws(MSALError) in
+            try recover(holder)
+            _ = try write(change, holder: holder, before: try holder.counter(), crash: point)
+        }
+    }
+
+    /// Writes `change` under the lock: journal, items, journal removal; the counter goes from
+    /// `before` (even) to odd to `before + 2`.
+    /// - Returns: whether a simulated crash stopped it.
+    private func write(_ change: TokenCacheChange, holder: KeyringLockFile.Holder, before: UInt64, crash: CrashPoint?) throws(MSALError) -> Bool {
+        // The final state of every key the change touches: removals first, then upserts, the last one
+        // of a key winning, as TokenCacheContents.apply does.
+        var order: [ItemKey] = []
+        var desired: [ItemKey: ItemRecord?] = [:]
+        for removal in change.removals {
+            let key = ItemKey(kind: removal.kind.rawValue, key: removal.key)
+            if desired.updateValue(ItemRecord?.none, forKey: key) == nil { order.append(key) }
+        }
+        for entry in change.upserts {
+            let record = ItemRecord(entry)
+            if desired.updateValue(record, forKey: record.itemKey) == nil { order.append(record.itemKey) }
+        }
+        // Everything that can fail without the keyring fails before it is touched.
+        var newItems: [ItemKey: (attributes: [String: String], secret: [UInt8])] = [:]
+        for key in order {
+            if let record = desired[key]! {
+                newItems[key] = (record.attributes(accessGroup: accessGroup), try record.encoded())
+            }
+        }
+        let group = accessGroup
+        let current = try session(doing: "reading the token cache entries a change replaces") { session throws(KeyringProblem) -> Current in
+            let collection = try session.defaultCollection()
+            var paths: [ItemKey: [String]] = [:]
+            for key in order {
+                let found = try session.search(key.searchAttributes(accessGroup: group))
+                if !found.locked.isEmpty { throw .locked }
+                paths[key] = found.unlocked
+            }
+            let secrets = try session.secrets(paths.values.flatMap { $0 })
+            return Current(collection: collection, paths: paths, secrets: secrets)
+        }
+        let journal = JournalRecord(images: order.map { key in
+            JournalRecord.Image(itemKey: key, secrets: current.paths[key]!.compactMap { current.secrets[$0] })
+        })
+        let journalSecret = try journal.encoded()
+
+        try holder.setCounter(before &+ 1)
+        if crash == .beforeJournal { return true }
+        let crashed: Bool
+        do {
+            let label = KeyringItemLayout.label(kind: "change journal", accessGroup: group)
+            crashed = try session(doing: "storing a change in the keyring") { session throws(KeyringProblem) -> Bool in
+                let journalPath = try session.createItem(
+                    in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group),
+                    secret: journalSecret, contentType: "application/json")
+                if crash == .afterJournal { return true }
+                for (index, key) in order.enumerated() {
+                    var kept: String?
+                    if let item = newItems[key] {
+                        kept = try session.createItem(
+                            in: current.collection, label: KeyringItemLayout.label(kind: key.kind, accessGroup: group),
+                            attributes: item.attributes, secret: item.secret, contentType: "application/json")
+                    }
+                    for path in current.paths[key]! where path != kept { try session.delete(path) }
+                    if crash == .afterKeys(index + 1) { return true }
+                }
+                if crash == .beforeJournalRemoval { return true }
+                try session.delete(journalPath)
+                return false
+            }
+        } catch {
+            undo(journal, holder: holder, before: before)
+            throw error
+        }
+        if crashed { return true }
+        try holder.setCounter(before &+ 2)
+        return false
+    }
+
+    private struct Current: Sendable {
+        var collection: String
+        var paths: [ItemKey: [String]]
+        var secrets: [String: [UInt8]]
+    }
+
+    /// Undoes a change that failed part-way: restores the journal's items, removes the journal, and
+    /// makes the counter even. When that fails too, the journal and the odd counter stay for the next
+    /// holder of the lock.
+    private func undo(_ journal: JournalRecord, holder: KeyringLockFile.Holder, before: UInt64) {
+        do {
+            try restore(journal, removingJournalAt: nil)
+            try holder.setCounter(before &+ 2)
+        } catch {
+            logger.error("A failed token cache change could not be undone in the keyring (\(error.message)); the next access will undo it.")
+        }
+    }
+
+    /// Finishes a change that a dead process (or a failed undo) left behind. Call with the lock held.
+    private func recover(_ holder: KeyringLockFile.Holder) throws(MSALError) {
+        let counter = try holder.counter()
+        let group = accessGroup
+        let journals = try session(doing: "checking the token cache for an interrupted change") { session throws(KeyringProblem) -> [String: [UInt8]] in
+            _ = try session.defaultCollection()
+            let found = try session.search(ItemKey.journal.searchAttributes(accessGroup: group))
+            if !found.locked.isEmpty { throw .locked }
+            return try session.secrets(found.unlocked)
+        }
+        if journals.isEmpty {
+            if counter & 1 != 0 { try holder.setCounter(counter &+ 1) }
+            return
+        }
+        for (path, secret) in journals.sorted(by: { $0.key < $1.key }) {
+            try restore(try JournalRecord(decoding: secret), removingJournalAt: path)
+        }
+        try holder.setCounter((counter | 1) &+ 1)
+        logger.warning("The keyring token cache found a change that was interrupted (a process died or failed mid-way) and undid it.")
+    }
+
+    /// Puts back the items the journal recorded (removing whatever holds those keys now), then
+    /// removes the journal item at `journalPath`, or every journal item of the group when `nil`.
+    /// Idempotent, so an interrupted restore can simply run again.
+    private func restore(_ journal: JournalRecord, removingJournalAt journalPath: String?) throws(MSALError) {
+        let group = accessGroup
+        try session(doing: "undoing an interrupted token cache change") { session throws(KeyringProblem) in
+            let collection = try session.defaultCollection()
+            for image in journal.images {
+                let found = try session.search(image.itemKey.searchAttributes(accessGroup: group))
+                if !found.locked.isEmpty { throw .locked }
+                for path in found.unlocked { try session.delete(path) }
+                for secret in image.secrets {
+                    let attributes = ItemRecord(decoding: secret)?.attributes(accessGroup: group)
+                        ?? image.itemKey.searchAttributes(accessGroup: group)
+                    _ = try session.createItem(
+                        in: collection, label: KeyringItemLayout.label(kind: image.itemKey.kind, accessGroup: group),
+                        attributes: attributes, secret: secret, contentType: "application/json")
+                }
+            }
+            var journals: [String]
+            if let journalPath {
+                journals = [journalPath]
+            } else {
+                journals = try session.search(ItemKey.journal.searchAttributes(accessGroup: group)).unlocked
+            }
+            for path in journals { try session.delete(path) }
+        }
+    }
+
+    /// Runs `body` with a Secret Service session; its problem becomes an ``MSALError`` saying what
+    /// the store was `doing`.
+    private func session<T: Sendable>(doing: String, _ body: (SecretServiceClient.Session) throws(KeyringProblem) -> T) throws(MSALError) -> T {
+        do {
+            return try client.withSession(timeout: serviceTimeout, body)
+        } catch {
+            throw error.error(doing: doing)
+        }
+    }
+}
