@@ -197,7 +197,8 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     // MARK: Writing
 
     /// Where a simulated crash stops a change (tests only): the process "dies" there, leaving the
-    /// lock file's counter odd and whatever was written in the keyring.
+    /// lock file's counter odd and whatever was written in the keyring; or where a simulated
+    /// Secret Service failure makes the change undo itself and throw.
     enum CrashPoint: Sendable, Hashable {
         /// After making the counter odd, before the journal.
         case beforeJournal
@@ -207,11 +208,14 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         case afterKeys(Int)
         /// After every item, before the journal is removed.
         case beforeJournalRemoval
+        /// Not a crash: a Secret Service failure after this many keys; the change is undone and the
+        /// failure thrown.
+        case failingAfterKeys(Int)
     }
 
     /// Applies `change` like ``apply(_:)`` but stops at `point` as if the process had been killed
     /// there: no undo, no counter update, the lock released (tests only).
-    func applySimulatingCrash(_ change: TokenCacheChange, at point: CrashPoint) throws(MSALError) {
+    func applyInterrupted(_ change: TokenCacheChange, at point: CrashPoint) throws(MSALError) {
         try lockFile.withExclusiveLock { (holder) throws(MSALError) in
             try recover(holder)
             _ = try write(change, holder: holder, before: try holder.counter(), crash: point)
@@ -277,6 +281,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                     }
                     for path in current.paths[key]! where path != kept { try session.delete(path) }
                     if crash == .afterKeys(index + 1) { return true }
+                    if crash == .failingAfterKeys(index + 1) { throw .failed("a simulated failure after \(index + 1) keys") }
                 }
                 if crash == .beforeJournalRemoval { return true }
                 try session.delete(journalPath)

@@ -81,13 +81,7 @@ final class SecretServiceClient: Sendable {
         /// - Throws: ``KeyringProblem/noDefaultCollection`` or ``KeyringProblem/locked``, or the
         ///   problem of a failed call.
         func defaultCollection() throws(KeyringProblem) -> String {
-            let path: String? = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
-                guard let alias = secret_service_read_alias_dbus_path_sync(service, "default", cancellable, error) else {
-                    return error.pointee == nil ? .some(nil) : nil
-                }
-                defer { g_free(alias) }
-                return .some(String(cString: alias))
-            }
+            let path = try alias("default")
             guard let path, path != "/" else { throw .noDefaultCollection }
             let timeoutMilliseconds = Int32(clamping: seconds * 1000)
             let locked: Int32 = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
@@ -96,6 +90,17 @@ final class SecretServiceClient: Sendable {
             }
             if locked != 0 { throw .locked }
             return path
+        }
+
+        /// The collection path the alias names (one `ReadAlias` call), or `nil` when it is not set.
+        func alias(_ name: String) throws(KeyringProblem) -> String? {
+            try Self.call(seconds: seconds, step: .operation) { cancellable, error -> String?? in
+                guard let path = secret_service_read_alias_dbus_path_sync(service, name, cancellable, error) else {
+                    return error.pointee == nil ? .some(nil) : nil
+                }
+                defer { g_free(path) }
+                return .some(String(cString: path))
+            }
         }
 
         /// The items whose attributes include all of `attributes` (one `SearchItems` call).
@@ -187,7 +192,9 @@ final class SecretServiceClient: Sendable {
             let _: Bool = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
                 cPaths.withUnsafeBufferPointer { buffer in
                     buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: buffer.count) {
-                        secret_service_lock_dbus_paths_sync(service, UnsafeMutablePointer(mutating: $0), cancellable, nil, error) >= 0 ? true : nil
+                        var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+                        defer { g_strfreev(locked) }
+                        return secret_service_lock_dbus_paths_sync(service, UnsafeMutablePointer(mutating: $0), cancellable, &locked, error) >= 0 ? true : nil
                     }
                 }
             }

@@ -33,13 +33,13 @@ enum Keyring {
     }()
 
     /// Whether the keyring tests run: a keyring is reachable, or it is required (then they fail).
-    static var testsRun: Bool {
+    static let testsRun: Bool = {
         if let reason = unreachableReason, !isRequired {
             FileHandle.standardError.write(Data("Skipping the keyring tests: \(reason) (scripts/lib/keyring-session.sh provides a keyring).\n".utf8))
             return false
         }
         return true
-    }
+    }()
 
     /// The repository's root directory (this file is Tests/MSALCacheKeyringTests/Support.swift).
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -194,4 +194,93 @@ enum Sample {
 func isMSALError(_ error: any Error, _ code: MSALError.InternalCode, containing text: String = "") -> Bool {
     guard let error = error as? MSALError else { return false }
     return error == .internal(code, "") && (text.isEmpty || error.message.contains(text))
+}
+
+/// Runs a program as a child process with every signal unblocked and at its default disposition,
+/// in its own process group. (Foundation's `Process` passes on the spawning thread's signal mask,
+/// in which Dispatch threads block SIGTERM, so daemons started below it could not be stopped.)
+enum ChildProcess {
+    /// The outcome of one run.
+    struct Result {
+        /// The exit status (128 + signal number when a signal ended it).
+        var status: Int32
+        /// Standard output and standard error, interleaved.
+        var output: String
+        /// Whether it was still running at the deadline and was killed.
+        var timedOut: Bool
+    }
+
+    /// Runs `executable` with `arguments` and `environment`; kills its process group after `timeout`
+    /// seconds (a hang guard, not a speed check).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval) throws -> Result {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        close(fds[1])
+        guard spawned == 0 else {
+            close(fds[0])
+            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL)
+        }
+        let reader = PipeReader(descriptor: fds[0])
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        var timedOut = false
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() >= deadline {
+                timedOut = true
+                kill(-pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(20_000)
+        }
+        kill(-pid, SIGKILL)  // anything of the group left behind
+        let output = reader.finish()
+        let exited = status & 0x7f == 0
+        return Result(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output: output, timedOut: timedOut)
+    }
+}
+
+/// Reads a file descriptor to its end on another thread, so a chatty child never blocks on a full pipe.
+private final class PipeReader: @unchecked Sendable {
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(descriptor: Int32) {
+        Thread {
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            self.data = handle.readDataToEndOfFile()
+            self.done.signal()
+        }.start()
+    }
+
+    func finish() -> String {
+        done.wait()
+        return String(decoding: data, as: UTF8.self)
+    }
 }

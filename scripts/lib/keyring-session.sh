@@ -39,6 +39,9 @@ daemon_pid=
 cleanup() {
   if [[ -n $daemon_pid ]]; then
     kill "$daemon_pid" 2>/dev/null || true
+    # A caller that blocks SIGTERM (some process spawners do) passes that mask on: then kill it.
+    for _ in $(seq 30); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$daemon_pid" 2>/dev/null || true
     wait "$daemon_pid" 2>/dev/null || true
   fi
   rm -rf "$work"

@@ -1,0 +1,135 @@
+import Foundation
+import MSALCache
+@testable import MSALCacheKeyring
+import MSALCore
+import Testing
+
+extension KeyringTests {
+/// Changes interrupted part-way (a process killed mid-way, simulated by stopping the write and
+/// releasing the lock as the kernel does for a dead process, or a Secret Service failure).
+@Suite("Interrupted changes")
+struct Journal {
+    /// The state before the change: two access tokens and an account.
+    static let a = Sample.accessToken(home: "a.t", secret: "AT-a")
+    static let b = Sample.accessToken(home: "b.t", secret: "AT-b")
+    static let initial = TokenCacheChange(upserts: [.accessToken(a), .accessToken(b), .account(Sample.account(home: "a.t"))])
+
+    /// The change that gets interrupted: replaces a, adds c and an ID token, removes b (four keys).
+    static var change: TokenCacheChange {
+        var a2 = a
+        a2.secret = "AT-a2"
+        return TokenCacheChange(
+            upserts: [
+                .accessToken(a2), .accessToken(Sample.accessToken(home: "c.t", secret: "AT-c")),
+                .idToken(IDTokenEntry(homeAccountID: "c.t", environment: Sample.environment, clientID: Sample.clientID, realm: Sample.tenant, secret: "ID-c")),
+            ],
+            removals: [CacheEntryRemoval(.accessToken(b))])
+    }
+
+    static let crashPoints: [KeyringTokenCacheStore.CrashPoint] = [
+        .beforeJournal, .afterJournal, .afterKeys(1), .afterKeys(3), .beforeJournalRemoval,
+    ]
+
+    @Test("A store opened after a crash finds the state before the change", arguments: crashPoints)
+    func crashThenOpen(point: KeyringTokenCacheStore.CrashPoint) throws {
+        let fixture = KeyringFixture("crash")
+        let crashed = try fixture.store()
+        try crashed.apply(Self.initial)
+        let before = try crashed.readAll()
+        let stampBefore = try crashed.changeStamp()
+        try crashed.applyInterrupted(Self.change, at: point)
+
+        // The dead writer left the counter odd, and (after the journal was written) its journal.
+        #expect(try fixture.lockFile.readCounter() & 1 == 1)
+        let journals = try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": KeyringItemLayout.journalKind])
+        #expect(journals.count == (point == .beforeJournal ? 0 : 1))
+        if point == .beforeJournalRemoval {
+            // Every item of the change is already in the keyring: only the journal undoes it.
+            #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["key": Self.b.key]).isEmpty)
+        }
+
+        let reopened = try fixture.store()
+        #expect(try reopened.readAll() == before)
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": KeyringItemLayout.journalKind]).isEmpty)
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup).count == 3)  // no leftovers of the change
+        let stamp = try reopened.changeStamp()
+        #expect(stamp & 1 == 0)
+        #expect(stamp != stampBefore)
+
+        // The store works on: the change applied again lands whole.
+        try reopened.apply(Self.change)
+        var expected = before
+        expected.apply(Self.change)
+        #expect(try crashed.readAll() == expected)
+    }
+
+    @Test("A reader in the crashed process undoes the change before it reads", arguments: [
+        KeyringTokenCacheStore.CrashPoint.afterKeys(2), .beforeJournalRemoval,
+    ])
+    func crashThenRead(point: KeyringTokenCacheStore.CrashPoint) throws {
+        let fixture = KeyringFixture("crash-read")
+        let store = try fixture.store()
+        try store.apply(Self.initial)
+        let before = try store.readAll()
+        try store.applyInterrupted(Self.change, at: point)
+        #expect(try store.readAll() == before)
+        #expect(try store.changeStamp() & 1 == 0)
+    }
+
+    @Test("A journal found with no lock file (its directory wiped) is still undone by a reader")
+    func journalWithoutCounter() throws {
+        let fixture = KeyringFixture("wiped")
+        let store = try fixture.store()
+        try store.apply(Self.initial)
+        let before = try store.readAll()
+        try store.applyInterrupted(Self.change, at: .afterKeys(2))
+        try FileManager.default.removeItem(atPath: fixture.lockFile.path)
+        #expect(try store.changeStamp() == 0)  // looks like a quiet, even counter
+        #expect(try store.readAll() == before)
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": KeyringItemLayout.journalKind]).isEmpty)
+    }
+
+    @Test("The next writer undoes a crashed change, then applies its own")
+    func crashThenWrite() throws {
+        let fixture = KeyringFixture("crash-write")
+        let crashed = try fixture.store()
+        let other = try fixture.store()
+        try crashed.apply(Self.initial)
+        let before = try crashed.readAll()
+        try crashed.applyInterrupted(Self.change, at: .afterKeys(3))
+        let d = Sample.accessToken(home: "d.t", secret: "AT-d")
+        let stamps = try other.applyReportingStamps(TokenCacheChange(upserts: [.accessToken(d)]))
+        #expect(stamps.before & 1 == 0 && stamps.after & 1 == 0)
+        var expected = before
+        expected.insert(.accessToken(d), storedKey: d.key)
+        #expect(try other.readAll() == expected)
+    }
+
+    @Test("A change that fails part-way is undone before the error is thrown")
+    func failureIsUndone() throws {
+        let fixture = KeyringFixture("failure")
+        let store = try fixture.store()
+        try store.apply(Self.initial)
+        let before = try store.readAll()
+        let stampBefore = try store.changeStamp()
+        let error = #expect(throws: MSALError.self) {
+            try store.applyInterrupted(Self.change, at: .failingAfterKeys(2))
+        }
+        #expect(error.map { isMSALError($0, .cacheError, containing: "simulated failure") } == true)
+        #expect(try store.readAll() == before)
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": KeyringItemLayout.journalKind]).isEmpty)
+        let stamp = try store.changeStamp()
+        #expect(stamp & 1 == 0 && stamp != stampBefore)
+    }
+
+    @Test("The journal round-trips every byte of the items it keeps")
+    func journalCodec() throws {
+        let journal = JournalRecord(images: [
+            .init(itemKey: ItemKey(kind: "AccessToken", key: "k1"), secrets: [[0, 1, 2, 255], Array("{\"x\":1}".utf8)]),
+            .init(itemKey: ItemKey(kind: "Account", key: "k2"), secrets: []),
+        ])
+        #expect(try JournalRecord(decoding: journal.encoded()) == journal)
+        #expect(throws: MSALError.self) { try JournalRecord(decoding: Array("{\"kind\":\"AccessToken\"}".utf8)) }
+    }
+}
+}
