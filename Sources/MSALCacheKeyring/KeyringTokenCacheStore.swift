@@ -149,10 +149,10 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// - Throws: as ``apply(_:)``.
     public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
         try lockFile.withExclusiveLock { (holder) throws(MSALError) -> AppliedChangeStamps in
-            try recover(holder)
+            let collection = try recover(holder)
             let before = try holder.counter()
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
-            _ = try write(change, holder: holder, before: before, crash: nil)
+            _ = try write(change, into: collection, holder: holder, before: before, crash: nil)
             return AppliedChangeStamps(before: before, after: before &+ 2)
         }
     }
@@ -217,15 +217,17 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// there: no undo, no counter update, the lock released (tests only).
     func applyInterrupted(_ change: TokenCacheChange, at point: CrashPoint) throws(MSALError) {
         try lockFile.withExclusiveLock { (holder) throws(MSALError) in
-            try recover(holder)
-            _ = try write(change, holder: holder, before: try holder.counter(), crash: point)
+            let collection = try recover(holder)
+            _ = try write(change, into: collection, holder: holder, before: try holder.counter(), crash: point)
         }
     }
 
-    /// Writes `change` under the lock: journal, items, journal removal; the counter goes from
-    /// `before` (even) to odd to `before + 2`.
+    /// Writes `change` under the lock into the default collection at `collection`: journal, items,
+    /// journal removal; the counter goes from `before` (even) to odd to `before + 2`.
     /// - Returns: whether a simulated crash stopped it.
-    private func write(_ change: TokenCacheChange, holder: KeyringLockFile.Holder, before: UInt64, crash: CrashPoint?) throws(MSALError) -> Bool {
+    private func write(
+        _ change: TokenCacheChange, into collection: String, holder: KeyringLockFile.Holder, before: UInt64, crash: CrashPoint?
+    ) throws(MSALError) -> Bool {
         // The final state of every key the change touches: removals first, then upserts, the last one
         // of a key winning, as TokenCacheContents.apply does.
         var order: [ItemKey] = []
@@ -247,7 +249,6 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         }
         let group = accessGroup
         let current = try session(doing: "reading the token cache entries a change replaces") { session throws(KeyringProblem) -> Current in
-            let collection = try session.defaultCollection()
             var paths: [ItemKey: [String]] = [:]
             for key in order {
                 let found = try session.search(key.searchAttributes(accessGroup: group))
@@ -265,9 +266,14 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         try holder.setCounter(before &+ 1)
         if crash == .beforeJournal { return true }
         let crashed: Bool
+        var touched = false  // whether the keyring may have been changed (from the journal on)
         do {
             let label = KeyringItemLayout.label(kind: "change journal", accessGroup: group)
             crashed = try session(doing: "storing a change in the keyring") { session throws(KeyringProblem) -> Bool in
+                // Checked again right before writing: creating an item in a collection that was
+                // locked meanwhile would make the service prompt.
+                guard try session.defaultCollection() == current.collection else { throw .failed("the default collection changed during the change") }
+                touched = true
                 let journalPath = try session.createItem(
                     in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group),
                     secret: journalSecret, contentType: "application/json")
@@ -288,7 +294,11 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                 return false
             }
         } catch {
-            undo(journal, holder: holder, before: before)
+            if touched {
+                undo(journal, holder: holder, before: before)
+            } else {
+                try? holder.setCounter(before &+ 2)  // nothing was written
+            }
             throw error
         }
         if crashed { return true }
@@ -315,24 +325,28 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     }
 
     /// Finishes a change that a dead process (or a failed undo) left behind. Call with the lock held.
-    private func recover(_ holder: KeyringLockFile.Holder) throws(MSALError) {
+    /// - Returns: the default collection's path.
+    @discardableResult
+    private func recover(_ holder: KeyringLockFile.Holder) throws(MSALError) -> String {
         let counter = try holder.counter()
         let group = accessGroup
-        let journals = try session(doing: "checking the token cache for an interrupted change") { session throws(KeyringProblem) -> [String: [UInt8]] in
-            _ = try session.defaultCollection()
+        let (collection, journals) = try session(doing: "checking the token cache for an interrupted change") {
+            session throws(KeyringProblem) -> (String, [String: [UInt8]]) in
+            let collection = try session.defaultCollection()
             let found = try session.search(ItemKey.journal.searchAttributes(accessGroup: group))
             if !found.locked.isEmpty { throw .locked }
-            return try session.secrets(found.unlocked)
+            return (collection, try session.secrets(found.unlocked))
         }
         if journals.isEmpty {
             if counter & 1 != 0 { try holder.setCounter(counter &+ 1) }
-            return
+            return collection
         }
         for (path, secret) in journals.sorted(by: { $0.key < $1.key }) {
             try restore(try JournalRecord(decoding: secret), removingJournalAt: path)
         }
         try holder.setCounter((counter | 1) &+ 1)
         logger.warning("The keyring token cache found a change that was interrupted (a process died or failed mid-way) and undid it.")
+        return collection
     }
 
     /// Puts back the items the journal recorded (removing whatever holds those keys now), then
