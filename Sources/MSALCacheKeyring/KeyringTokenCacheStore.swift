@@ -162,6 +162,15 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     private struct Snapshot: Sendable {
         var contents: TokenCacheContents
         var journal: [UInt8]?
+        /// How many Secret Service calls the read took.
+        var calls: Int
+    }
+
+    /// Reads the group's items once, as ``readAll()`` does when no writer is active (tests only).
+    /// - Returns: the contents and the number of Secret Service calls the read took.
+    func readCountingCalls() throws(MSALError) -> (contents: TokenCacheContents, calls: Int) {
+        let snapshot = try readSnapshot()
+        return (snapshot.contents, snapshot.calls)
     }
 
     /// Reads the group's items with one search and one bulk secret transfer.
@@ -170,13 +179,14 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
             KeyringItemLayout.schemaAttribute: KeyringItemLayout.tokenCacheSchema,
             KeyringItemLayout.Attribute.accessGroup: accessGroup,
         ]
-        let secrets = try session(doing: "reading the token cache") { session throws(KeyringProblem) -> [String: [UInt8]] in
+        let (secrets, calls) = try session(doing: "reading the token cache") { session throws(KeyringProblem) -> ([String: [UInt8]], Int) in
             let collection = try session.defaultCollection()
             let found = try session.search(attributes)
             if found.locked.contains(where: { $0.hasPrefix(collection + "/") }) { throw .locked }
-            return try session.secrets(found.unlocked)
+            let secrets = try session.secrets(found.unlocked)
+            return (secrets, session.callCount)
         }
-        var snapshot = Snapshot(contents: TokenCacheContents(), journal: nil)
+        var snapshot = Snapshot(contents: TokenCacheContents(), journal: nil, calls: calls)
         // Sorted paths: if a foreign tool left two items with one key, the choice is stable.
         for path in secrets.keys.sorted() {
             guard let record = ItemRecord(decoding: secrets[path]!) else {

@@ -22,10 +22,6 @@ final class SecretServiceClient: Sendable {
     /// The shared client.
     static let shared = SecretServiceClient()
 
-    /// How many Secret Service calls this process has made (for tests that check bulk reads).
-    static var callCount: Int { calls.load(ordering: .relaxed) }
-    fileprivate static let calls = Atomic<Int>(0)
-
     /// The open service, if any (a GObject reference owned by this client).
     private struct Connection: @unchecked Sendable {
         var service: UnsafeMutablePointer<SecretService>?
@@ -46,7 +42,7 @@ final class SecretServiceClient: Sendable {
                 state.service = try Self.connect(seconds: seconds)
             }
             do throws(KeyringProblem) {
-                return try body(Session(service: state.service!, seconds: seconds))
+                return try body(Session(service: state.service!, seconds: seconds, counter: CallCounter()))
             } catch {
                 switch error {
                 case .locked, .timedOut, .noDefaultCollection, .noSuchObject:
@@ -75,6 +71,10 @@ final class SecretServiceClient: Sendable {
         fileprivate let service: UnsafeMutablePointer<SecretService>
         /// The limit for each call, in seconds.
         let seconds: Int
+        fileprivate let counter: CallCounter
+
+        /// How many Secret Service calls this session has made so far (tests check bulk reads).
+        var callCount: Int { counter.count }
 
         /// The path of the default collection, checked to be unlocked (two calls: `ReadAlias`, and
         /// a `Properties.Get` of `Locked` that neither starts a service nor prompts).
@@ -84,7 +84,7 @@ final class SecretServiceClient: Sendable {
             let path = try alias("default")
             guard let path, path != "/" else { throw .noDefaultCollection }
             let timeoutMilliseconds = Int32(clamping: seconds * 1000)
-            let locked: Int32 = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            let locked: Int32 = try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 let value = msal_collection_locked(service, path, timeoutMilliseconds, cancellable, error)
                 return value < 0 ? nil : value
             }
@@ -94,7 +94,7 @@ final class SecretServiceClient: Sendable {
 
         /// The collection path the alias names (one `ReadAlias` call), or `nil` when it is not set.
         func alias(_ name: String) throws(KeyringProblem) -> String? {
-            try Self.call(seconds: seconds, step: .operation) { cancellable, error -> String?? in
+            try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error -> String?? in
                 guard let path = secret_service_read_alias_dbus_path_sync(service, name, cancellable, error) else {
                     return error.pointee == nil ? .some(nil) : nil
                 }
@@ -108,7 +108,7 @@ final class SecretServiceClient: Sendable {
         func search(_ attributes: [String: String]) throws(KeyringProblem) -> (unlocked: [String], locked: [String]) {
             let table = Self.attributeTable(attributes)
             defer { g_hash_table_unref(table) }
-            return try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            return try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
                 var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
                 guard secret_service_search_for_dbus_paths_sync(service, nil, table, cancellable, &unlocked, &locked, error) != 0 else {
@@ -128,7 +128,7 @@ final class SecretServiceClient: Sendable {
             guard !paths.isEmpty else { return [:] }
             let cPaths = paths.map { strdup($0) } + [nil]
             defer { cPaths.forEach { free($0) } }
-            return try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            return try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 let table = cPaths.withUnsafeBufferPointer { buffer in
                     buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: buffer.count) {
                         secret_service_get_secrets_for_dbus_paths_sync(service, UnsafeMutablePointer(mutating: $0), cancellable, error)
@@ -164,7 +164,7 @@ final class SecretServiceClient: Sendable {
             let bytes = secret.isEmpty ? [gchar(0)] : secret.map { gchar(bitPattern: $0) }
             let value = bytes.withUnsafeBufferPointer { secret_value_new($0.baseAddress, gssize(secret.count), contentType) }
             defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
-            return try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            return try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 guard let path = secret_service_create_item_dbus_path_sync(
                     service, collection, properties, value, SECRET_ITEM_CREATE_REPLACE, cancellable, error) else { return nil }
                 defer { g_free(path) }
@@ -176,7 +176,7 @@ final class SecretServiceClient: Sendable {
         /// counts as deleted.
         func delete(_ path: String) throws(KeyringProblem) {
             do throws(KeyringProblem) {
-                let _: Bool = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+                let _: Bool = try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                     secret_service_delete_item_dbus_path_sync(service, path, cancellable, error) != 0 ? true : nil
                 }
             } catch {
@@ -189,7 +189,7 @@ final class SecretServiceClient: Sendable {
         func lock(_ paths: [String]) throws(KeyringProblem) {
             let cPaths = paths.map { strdup($0) } + [nil]
             defer { cPaths.forEach { free($0) } }
-            let _: Bool = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            let _: Bool = try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 cPaths.withUnsafeBufferPointer { buffer in
                     buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: buffer.count) {
                         var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
@@ -203,7 +203,7 @@ final class SecretServiceClient: Sendable {
         /// Points the alias `alias` at `collection`, or removes it when `collection` is `nil`
         /// (tests only).
         func setAlias(_ alias: String, to collection: String?) throws(KeyringProblem) {
-            let _: Bool = try Self.call(seconds: seconds, step: .operation) { cancellable, error in
+            let _: Bool = try Self.call(seconds: seconds, step: .operation, counter: counter) { cancellable, error in
                 secret_service_set_alias_to_dbus_path_sync(service, alias, collection, cancellable, error) != 0 ? true : nil
             }
         }
@@ -213,10 +213,10 @@ final class SecretServiceClient: Sendable {
         /// Runs one libsecret call with a cancellable that a timer cancels after `seconds`, and turns
         /// a `GError` into a ``KeyringProblem``. `body` returns `nil` exactly when it set the error.
         fileprivate static func call<T>(
-            seconds: Int, step: KeyringProblem.Step,
+            seconds: Int, step: KeyringProblem.Step, counter: CallCounter? = nil,
             _ body: (UnsafeMutablePointer<GCancellable>?, UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T?
         ) throws(KeyringProblem) -> T {
-            SecretServiceClient.calls.add(1, ordering: .relaxed)
+            counter?.count += 1
             let cancellable = g_cancellable_new()
             let watchdog = Watchdog(cancellable: cancellable, seconds: seconds)
             defer {
@@ -276,6 +276,11 @@ final class SecretServiceClient: Sendable {
             return result
         }
     }
+}
+
+/// The number of calls of one session (used only under the client's lock).
+final class CallCounter: @unchecked Sendable {
+    var count = 0
 }
 
 /// Cancels a `GCancellable` when a call outlives its timeout.

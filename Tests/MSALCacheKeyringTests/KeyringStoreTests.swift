@@ -240,12 +240,11 @@ struct Store {
         let fixture = KeyringFixture()
         let store = try fixture.store()
         try store.apply(TokenCacheChange(upserts: (0..<60).map { .accessToken(Sample.accessToken(home: "n\($0).t")) }))
-        let before = SecretServiceClient.callCount
-        let contents = try store.readAll()
+        let (contents, calls) = try store.readCountingCalls()
         #expect(contents.accessTokens.count == 60)
-        // ReadAlias, the collection's Locked property, one SearchItems, one GetSecrets (the suite is
-        // serialized, so no other test calls the service meanwhile).
-        #expect(SecretServiceClient.callCount - before == 4)
+        #expect(contents == (try store.readAll()))
+        // ReadAlias, the collection's Locked property, one SearchItems, one GetSecrets.
+        #expect(calls == 4)
     }
 }
 }

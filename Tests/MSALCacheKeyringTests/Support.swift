@@ -4,9 +4,9 @@ import MSALCache
 import MSALCore
 import Testing
 
-/// The tests that use the real keyring, run one at a time: they share one keyring daemon (and one
-/// counts the Secret Service calls of the process).
-@Suite("Keyring (real Secret Service)", .serialized, .enabled(if: Keyring.testsRun))
+/// The tests that use the real keyring (skipped, or failed under MSAL_KEYRING_REQUIRED=1, when no
+/// Secret Service is reachable). Each test uses its own access group and lock directory.
+@Suite("Keyring (real Secret Service)", .enabled(if: Keyring.testsRun))
 struct KeyringTests {}
 
 /// Whether the keyring tests can run, and how they reach the keyring.

@@ -36,6 +36,7 @@ shift
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/msal-keyring.XXXXXXXX")
 daemon_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   if [[ -n $daemon_pid ]]; then
     kill "$daemon_pid" 2>/dev/null || true
