@@ -2,6 +2,7 @@ import Foundation
 import MSALCache
 @testable import MSALCacheKeyring
 import MSALCore
+import Synchronization
 import Testing
 
 /// The tests that use the real keyring (skipped, or failed under MSAL_KEYRING_REQUIRED=1, when no
@@ -199,7 +200,7 @@ func isMSALError(_ error: any Error, _ code: MSALError.InternalCode, containing 
 /// Runs a program as a child process with every signal unblocked and at its default disposition,
 /// in its own process group. (Foundation's `Process` passes on the spawning thread's signal mask,
 /// in which Dispatch threads block SIGTERM, so daemons started below it could not be stopped.)
-enum ChildProcess {
+final class ChildProcess: @unchecked Sendable {
     /// The outcome of one run.
     struct Result {
         /// The exit status (128 + signal number when a signal ended it).
@@ -210,9 +211,12 @@ enum ChildProcess {
         var timedOut: Bool
     }
 
-    /// Runs `executable` with `arguments` and `environment`; kills its process group after `timeout`
-    /// seconds (a hang guard, not a speed check).
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval) throws -> Result {
+    /// The process ID (also its process group ID).
+    let pid: pid_t
+    private let reader: PipeReader
+
+    /// Starts `executable` with `arguments` and `environment`.
+    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
         var actions = posix_spawn_file_actions_t()
@@ -246,41 +250,85 @@ enum ChildProcess {
             close(fds[0])
             throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL)
         }
-        let reader = PipeReader(descriptor: fds[0])
+        self.pid = pid
+        reader = PipeReader(descriptor: fds[0])
+    }
+
+    /// The output so far.
+    var output: String { reader.text }
+
+    /// Waits until the output contains `text`, the process ends, or `timeout` seconds pass.
+    /// - Returns: whether the output contains `text`.
+    func waitForOutput(containing text: String, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) != 0 { return output.contains(text) }
+            usleep(5_000)
+        }
+        return output.contains(text)
+    }
+
+    /// Sends SIGKILL to the process group.
+    func kill() {
+        Glibc.kill(-pid, SIGKILL)
+    }
+
+    /// Waits for the process to end (killing its group after `timeout` seconds: a hang guard, not
+    /// a speed check), then kills whatever of its group is left.
+    func wait(timeout: TimeInterval) -> Result {
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
         var timedOut = false
-        while waitpid(pid, &status, WNOHANG) == 0 {
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result != 0 { break }
             if Date() >= deadline {
                 timedOut = true
-                kill(-pid, SIGKILL)
+                kill()
                 waitpid(pid, &status, 0)
                 break
             }
             usleep(20_000)
         }
-        kill(-pid, SIGKILL)  // anything of the group left behind
+        kill()  // anything of the group left behind
         let output = reader.finish()
         let exited = status & 0x7f == 0
         return Result(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output: output, timedOut: timedOut)
+    }
+
+    /// Runs `executable` to its end (see ``wait(timeout:)``).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval) throws -> Result {
+        try ChildProcess(executable, arguments, environment: environment).wait(timeout: timeout)
     }
 }
 
 /// Reads a file descriptor to its end on another thread, so a chatty child never blocks on a full pipe.
 private final class PipeReader: @unchecked Sendable {
-    private var data = Data()
+    private let data = Mutex(Data())
     private let done = DispatchSemaphore(value: 0)
 
     init(descriptor: Int32) {
         Thread {
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            self.data = handle.readDataToEndOfFile()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                self.data.withLock { $0.append(contentsOf: buffer[0..<count]) }
+            }
+            close(descriptor)
             self.done.signal()
         }.start()
     }
 
+    /// What was read so far.
+    var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// Waits for the end of the output.
     func finish() -> String {
         done.wait()
-        return String(decoding: data, as: UTF8.self)
+        return text
     }
 }
