@@ -156,7 +156,7 @@ enum KeyringProblem: Error, Sendable, Hashable {
         case .timedOut(let seconds):
             return .internal(
                 .cacheError,
-                "The Secret Service did not answer within \(seconds) seconds while \(doing); it may be busy or waiting for a prompt. Try again; if it persists, check the keyring daemon (gnome-keyring or KeePassXC).")
+                "The Secret Service did not answer within \(seconds == 1 ? "1 second" : "\(seconds) seconds") while \(doing); it may be busy or waiting for a prompt. Try again; if it persists, check the keyring daemon (gnome-keyring or KeePassXC).")
         case .failed(let detail):
             return .internal(
                 .cacheError,

@@ -92,7 +92,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, timeout: lockTimeout)
         try lockFile.withExclusiveLock { (holder) throws(MSALError) in
             _ = try holder.counter()
-            try recover(holder)
+            try recover(holder, doing: "opening the token cache in the keyring")
         }
     }
 
@@ -337,10 +337,12 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// Finishes a change that a dead process (or a failed undo) left behind. Call with the lock held.
     /// - Returns: the default collection's path.
     @discardableResult
-    private func recover(_ holder: KeyringLockFile.Holder) throws(MSALError) -> String {
+    private func recover(
+        _ holder: KeyringLockFile.Holder, doing: String = "checking the token cache for an interrupted change"
+    ) throws(MSALError) -> String {
         let counter = try holder.counter()
         let group = accessGroup
-        let (collection, journals) = try session(doing: "checking the token cache for an interrupted change") {
+        let (collection, journals) = try session(doing: doing) {
             session throws(KeyringProblem) -> (String, [String: [UInt8]]) in
             let collection = try session.defaultCollection()
             let found = try session.search(ItemKey.journal.searchAttributes(accessGroup: group))

@@ -64,7 +64,8 @@ struct KeyringProblemTests {
             #expect(error == .internal(.cacheError, ""))
             #expect(error.message.contains("storing a change in the keyring"))
         }
-        #expect(KeyringProblem.timedOut(seconds: 3).error(doing: "x").message.contains("within 3 seconds"))
+        #expect(KeyringProblem.timedOut(seconds: 3).error(doing: "x").message.contains("within 3 seconds while x"))
+        #expect(KeyringProblem.timedOut(seconds: 1).error(doing: "x").message.contains("within 1 second while x"))
         #expect(KeyringProblem.failed("Invalid arguments").error(doing: "x").message.contains("(Invalid arguments)"))
     }
 

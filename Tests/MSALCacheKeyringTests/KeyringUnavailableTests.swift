@@ -8,7 +8,8 @@ import Testing
 /// binary, filtered to this test) so that it has its own environment, bus and keyring daemon:
 /// no session bus, a bus address that does not connect, a bus with no Secret Service, a keyring with
 /// no default collection, and a locked default collection. Each must fail fast with
-/// `.internal(.cacheUnavailable)` and a message saying what to do.
+/// `.internal(.cacheUnavailable)` and a message saying what to do. And a Secret Service that never
+/// answers: the call must be cancelled after the service timeout (`.internal(.cacheError)`).
 @Suite("Unusable keyrings", .enabled(if: ChildProcesses.run))
 struct UnusableKeyring {
     enum Scenario: String, CaseIterable, Sendable {
@@ -17,6 +18,10 @@ struct UnusableKeyring {
         case noProvider
         case noDefaultCollection
         case lockedCollection
+        case silentProvider
+
+        /// The error code the scenario must produce.
+        var expectedCode: MSALError.InternalCode { self == .silentProvider ? .cacheError : .cacheUnavailable }
     }
 
     static var childScenario: String? { ChildProcesses.childScenario }
@@ -29,7 +34,7 @@ struct UnusableKeyring {
             return
         }
         let result = try spawnChild(scenario)
-        let marker = "MSAL-KEYRING-SCENARIO \(scenario.rawValue): cacheUnavailable: "
+        let marker = "MSAL-KEYRING-SCENARIO \(scenario.rawValue): \(scenario.expectedCode.rawValue): "
         let line = result.output.split(separator: "\n").first { $0.hasPrefix(marker) }.map { String($0.dropFirst(marker.count)) }
         #expect(result.status == 0, "the child failed:\n\(result.output)")
         let message = try #require(line, "the child did not report its scenario:\n\(result.output)")
@@ -42,6 +47,9 @@ struct UnusableKeyring {
             #expect(message.contains("no default keyring"))
         case .lockedCollection:
             #expect(message.contains("is locked") && message.contains("Unlock it"))
+        case .silentProvider:
+            #expect(message.contains("did not answer within 1 second while opening the token cache in the keyring"))
+            return
         }
         #expect(message.contains("encrypted file or SQLite"))
     }
@@ -56,9 +64,17 @@ struct UnusableKeyring {
         let group = "org.swift-msal.tests.unusable"
         var existing: KeyringTokenCacheStore?
         var secret: [UInt8]?
+        var silentService: ChildProcess?
+        defer { silentService?.kill() }
         switch scenario {
         case .noSessionBus, .unreachableBus, .noProvider:
             break
+        case .silentProvider:
+            // Owns the Secret Service's name and never answers a call.
+            let script = "import dbus, time\nbus = dbus.SessionBus()\nbus.request_name('org.freedesktop.secrets')\nprint('owned', flush=True)\ntime.sleep(600)\n"
+            let service = try ChildProcess("/usr/bin/python3", ["-c", script], environment: ProcessInfo.processInfo.environment)
+            silentService = service
+            try #require(service.waitForOutput(containing: "owned", timeout: 60), "python3-dbus could not own the name: \(service.output)")
         case .noDefaultCollection:
             try SecretServiceClient.shared.withSession(timeout: 10) { session throws(KeyringProblem) in
                 try session.setAlias("default", to: nil)
@@ -75,29 +91,34 @@ struct UnusableKeyring {
         }
 
         var messages: [String] = []
+        let timeout: TimeInterval = scenario == .silentProvider ? 1 : 10
         func expectUnavailable(_ what: String, _ body: () throws -> Void) {
             do {
                 try body()
                 Issue.record("\(what) did not fail")
             } catch let error as MSALError {
-                #expect(error == .internal(.cacheUnavailable, ""), "\(what): \(error)")
+                #expect(error == .internal(scenario.expectedCode, ""), "\(what): \(error)")
                 #expect(!error.message.contains("AT-before"))
                 messages.append(error.message)
             } catch {
                 Issue.record("\(what) threw \(error)")
             }
         }
-        expectUnavailable("opening a store") { _ = try KeyringTokenCacheStore(accessGroup: group, lockDirectory: directory) }
-        expectUnavailable("loading a secret") { _ = try KeyringSecret.load(name: "key", accessGroup: group) }
-        expectUnavailable("storing a secret") { try KeyringSecret.store([9], name: "key", accessGroup: group) }
+        expectUnavailable("opening a store") { _ = try KeyringTokenCacheStore(accessGroup: group, lockDirectory: directory, serviceTimeout: timeout) }
+        expectUnavailable("loading a secret") { _ = try KeyringSecret.load(name: "key", accessGroup: group, serviceTimeout: timeout) }
+        expectUnavailable("storing a secret") { try KeyringSecret.store([9], name: "key", accessGroup: group, serviceTimeout: timeout) }
         if let existing {
             expectUnavailable("reading an open store") { _ = try existing.readAll() }
             expectUnavailable("writing an open store") {
                 try existing.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "h.t", secret: "AT-while-locked"))]))
             }
         }
-        #expect(Set(messages).count == 1, "every operation gives the same advice: \(messages)")
-        print("MSAL-KEYRING-SCENARIO \(scenario.rawValue): cacheUnavailable: \(messages.first ?? "")")
+        if scenario == .silentProvider {
+            #expect(messages.count == 3)
+        } else {
+            #expect(Set(messages).count == 1, "every operation gives the same advice: \(messages)")
+        }
+        print("MSAL-KEYRING-SCENARIO \(scenario.rawValue): \(scenario.expectedCode.rawValue): \(messages.first ?? "")")
 
         // Unlocked again (with the throwaway password), the store holds what it held before: the
         // failed change wrote nothing.
@@ -151,7 +172,7 @@ struct UnusableKeyring {
         case .unreachableBus:
             environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + work.appendingPathComponent("no-such-bus").path
             command = testArguments
-        case .noProvider:
+        case .noProvider, .silentProvider:
             // A session bus that knows no service files, so nothing can be activated.
             let configuration = work.appendingPathComponent("session.conf")
             try """
