@@ -12,7 +12,7 @@ internal import MSALCore
 /// |---|---|
 /// | `access_group` | the store's access group (MSAL: `kSecAttrAccessGroup`) |
 /// | `account` | `<home account id>-<environment>` (MSAL: `kSecAttrAccount`); `<environment>` for app metadata |
-/// | `service` | credentials: `<credential type>-<client id or family id>-<realm>-<target>`, refresh tokens with empty realm and target; accounts: `<realm>`; app metadata: `appmetadata-<client id>` (MSAL: `kSecAttrService`) |
+/// | `service` | access and ID tokens: `<credential type>-<client id>-<realm>-<target>` (empty target for ID tokens); refresh tokens: `refreshtoken-<family id, else client id>--` (no realm, no target); accounts: `<realm>`; app metadata: `appmetadata-<client id>` (MSAL: `kSecAttrService`) |
 /// | `type` | the number MSAL stores in `kSecAttrType` (see ``type(of:authorityType:)``) |
 /// | `kind` | the section: `AccessToken`, `RefreshToken`, `IdToken`, `Account`, `AppMetadata` |
 /// | `key` | the key the entry is stored under (its ``CacheEntry/key``) |

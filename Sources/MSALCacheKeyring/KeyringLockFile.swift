@@ -18,6 +18,9 @@ import Musl
 ///   reader that reads the same even value before and after reading the keyring saw one committed
 ///   state (a sequence lock). A new file starts at a random even value, so a counter recreated after
 ///   the directory was wiped does not repeat old stamps. Readers take no lock.
+/// - **Do not delete it while processes use the store.** A writer holding the lock on a deleted file
+///   no longer excludes one that creates a new file (the directory is meant to be wiped only at
+///   logout, as `$XDG_RUNTIME_DIR` is).
 ///
 /// Source: msal-extensions' `CrossPlatLock` (a lock file beside the cache); the sequence lock is the
 /// Linux kernel's `seqlock_t` idea applied to a file.
@@ -52,8 +55,8 @@ struct KeyringLockFile: Sendable {
         return trimmed(home) + "/.cache/swift-msal"
     }
 
-    /// `keyring.<group>.lock`; a group that would make the name too long or start with a dot is
-    /// replaced by its 64-bit FNV-1a hash in hex. (Groups contain no `/`: ``TokenCacheAccessGroup/validate(_:)``.)
+    /// `keyring.<group>.lock`; a group longer than 200 UTF-8 bytes is replaced by its 64-bit FNV-1a
+    /// hash in hex, to stay within file name limits. (Groups contain no `/`: ``TokenCacheAccessGroup/validate(_:)``.)
     static func fileName(accessGroup: String) -> String {
         if accessGroup.utf8.count <= 200 {
             return "keyring." + accessGroup + ".lock"

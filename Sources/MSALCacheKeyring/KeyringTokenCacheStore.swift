@@ -35,7 +35,9 @@ import Musl
 /// - **Thread safety.** Calls into libsecret are serialized in the process; the store may be used
 ///   from any thread.
 /// - **Access groups.** Items carry their group in the `access_group` attribute; stores of different
-///   groups never see each other's entries.
+///   groups never see each other's entries. New items go to the default collection; items of the
+///   group found in another unlocked collection (e.g. after the default keyring was switched) are
+///   read, replaced and removed like the others.
 ///
 /// Errors: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used on this
 /// machine as it is (no D-Bus session bus, no Secret Service provider, no default collection, or a
@@ -69,7 +71,8 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     ///   - lockDirectory: where the lock files live; `nil` for the default
     ///     (`$XDG_RUNTIME_DIR/swift-msal`, else `$XDG_CACHE_HOME/swift-msal`, else `~/.cache/swift-msal`).
     ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
-    ///   - serviceTimeout: how long, in seconds, one Secret Service call may take (default 10).
+    ///   - serviceTimeout: how long, in seconds, one Secret Service call may take before it is
+    ///     cancelled (default 10; rounded up to whole seconds, at least 1).
     ///   - logger: receives a warning when an interrupted change is undone; never a secret.
     /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used here
     ///   (see the type's description), `.internal(.invalidParameter)` for an invalid access group,
