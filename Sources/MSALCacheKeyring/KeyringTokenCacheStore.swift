@@ -20,7 +20,7 @@ import Musl
 ///   processes of a user's session.
 /// - **All or nothing, also when the process dies.** Under the lock a change first writes a
 ///   journal item holding the secrets of every item it is about to replace or remove (an undo log),
-///   then its items, then removes the journal. Whoever next takes the lock (or a reader that sees the
+///   then its items (entries whose stored JSON is unchanged are not rewritten), then removes the journal. Whoever next takes the lock (or a reader that sees the
 ///   journal) restores those items, so the store reopens to the state before an interrupted change.
 ///   A change that fails with an error is undone the same way before the error is thrown.
 /// - **Readers never see half a change.** The lock file holds a counter that a writer makes odd
@@ -217,7 +217,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         case beforeJournal
         /// After writing the journal, before the first item.
         case afterJournal
-        /// After this many of the change's keys were written.
+        /// After this many of the keys the change modifies were written.
         case afterKeys(Int)
         /// After every item, before the journal is removed.
         case beforeJournalRemoval
@@ -271,7 +271,19 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
             let secrets = try session.secrets(paths.values.flatMap { $0 })
             return Current(collection: collection, paths: paths, secrets: secrets)
         }
-        let journal = JournalRecord(images: order.map { key in
+        // Only keys whose items change are written: gnome-keyring rewrites its whole keyring file on
+        // every item it creates or deletes, and a token response re-saves entries that did not change
+        // (the account, the app metadata).
+        let changed = order.filter { key in
+            let paths = current.paths[key]!
+            guard let item = newItems[key] else { return !paths.isEmpty }
+            return !(paths.count == 1 && current.secrets[paths[0]] == item.secret)
+        }
+        if changed.isEmpty {
+            try holder.setCounter(before &+ 2)  // a commit all the same: the stamp moves
+            return false
+        }
+        let journal = JournalRecord(images: changed.map { key in
             JournalRecord.Image(itemKey: key, secrets: current.paths[key]!.compactMap { current.secrets[$0] })
         })
         let journalSecret = try journal.encoded()
@@ -291,7 +303,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                     in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group),
                     secret: journalSecret, contentType: "application/json")
                 if crash == .afterJournal { return true }
-                for (index, key) in order.enumerated() {
+                for (index, key) in changed.enumerated() {
                     var kept: String?
                     if let item = newItems[key] {
                         kept = try session.createItem(

@@ -122,6 +122,31 @@ struct Journal {
         #expect(stamp & 1 == 0 && stamp != stampBefore)
     }
 
+    @Test("Re-saving unchanged entries writes no item and no journal, yet moves the stamp")
+    func unchangedEntriesAreNotRewritten() throws {
+        let fixture = KeyringFixture("unchanged")
+        let store = try fixture.store()
+        try store.apply(Self.initial)
+        let before = try store.readAll()
+        let paths = Set(try KeyringItems.paths(accessGroup: fixture.accessGroup))
+        let stamp = try store.changeStamp()
+        // Were anything written, the crash point would stop the change after its journal.
+        try store.applyInterrupted(Self.initial, at: .afterJournal)
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": KeyringItemLayout.journalKind]).isEmpty)
+        #expect(Set(try KeyringItems.paths(accessGroup: fixture.accessGroup)) == paths)
+        #expect(try store.readAll() == before)
+        let after = try store.changeStamp()
+        #expect(after & 1 == 0 && after != stamp)
+
+        // One changed entry among unchanged ones: only its key is journaled and written.
+        var a2 = Self.a
+        a2.secret = "AT-a2"
+        try store.applyInterrupted(TokenCacheChange(upserts: [.accessToken(a2), .accessToken(Self.b)]), at: .afterJournal)
+        let journal = try #require(try KeyringItems.journals(accessGroup: fixture.accessGroup).first)
+        #expect(journal.images.map(\.itemKey) == [ItemKey(kind: "AccessToken", key: Self.a.key)])
+        #expect(try store.readAll() == before)  // undone
+    }
+
     @Test("The journal round-trips every byte of the items it keeps")
     func journalCodec() throws {
         let journal = JournalRecord(images: [

@@ -96,6 +96,15 @@ enum KeyringItems {
         }
     }
 
+    /// The journals of `accessGroup`, decoded.
+    static func journals(accessGroup: String) throws -> [JournalRecord] {
+        let paths = try paths(accessGroup: accessGroup, ["kind": KeyringItemLayout.journalKind])
+        let secrets = try SecretServiceClient.shared.withSession(timeout: 10) { session throws(KeyringProblem) -> [String: [UInt8]] in
+            try session.secrets(paths)
+        }
+        return try secrets.values.map { try JournalRecord(decoding: $0) }
+    }
+
     /// Stores an item as a foreign program could (tests of unusual contents).
     static func create(accessGroup: String, attributes: [String: String], secret: [UInt8]) throws {
         let all = [KeyringItemLayout.schemaAttribute: KeyringItemLayout.tokenCacheSchema, KeyringItemLayout.Attribute.accessGroup: accessGroup]
