@@ -1,6 +1,7 @@
 internal import Foundation
 internal import MSALCache
 internal import MSALCore
+internal import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -12,7 +13,9 @@ import Musl
 ///
 /// - **Lock.** Writers hold `flock(LOCK_EX)` on it, each call on its own open file description, so
 ///   writers in this and other processes are serialized; the kernel drops the lock when its holder
-///   dies, so there are no stale locks.
+///   dies, so there are no stale locks. Threads of one process first queue in arrival order for the
+///   file (`flock` waiters that poll are served in no order, and a busy thread that releases and
+///   retakes the lock at once would starve the others).
 /// - **Counter.** The file holds one 64-bit little-endian counter, the store's change stamp. A writer
 ///   makes it odd before touching the keyring and even (and larger) after, all under the lock, so a
 ///   reader that reads the same even value before and after reading the keyring saw one committed
@@ -86,13 +89,16 @@ struct KeyringLockFile: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be created or opened, or
     ///   the lock stays held beyond ``timeout``; or what `body` throws.
     func withExclusiveLock<T>(_ body: (Holder) throws(MSALError) -> T) throws(MSALError) -> T {
+        let deadline = Date().addingTimeInterval(timeout)
+        let queue = FairLock.forPath(path)
+        guard queue.lock(until: deadline) else { throw stayedLocked }
+        defer { queue.unlock() }
         try LockedFile.prepareDirectory(for: path)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw failure("Cannot open the keyring token cache's lock file '\(path)'", errno, "Check that its directory is writable by this user, or pass another lock directory.")
         }
         defer { close(descriptor) }  // closing releases the lock
-        let deadline = Date().addingTimeInterval(timeout)
         // Short, jittered pauses, as LockedFile's: long back-offs starve waiters under many writers.
         var pause: UInt32 = 100  // microseconds
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
@@ -101,15 +107,17 @@ struct KeyringLockFile: Sendable {
             guard code == EWOULDBLOCK else {
                 throw failure("Cannot lock the keyring token cache's lock file '\(path)'", code, "Check that the file system supports flock, or pass another lock directory.")
             }
-            if Date() >= deadline {
-                throw .internal(
-                    .cacheError,
-                    "The keyring token cache stayed locked by another thread or process for more than \(Int(timeout)) seconds. Try again; if it persists, find the process holding '\(path)'.")
-            }
+            if Date() >= deadline { throw stayedLocked }
             usleep(pause / 2 + UInt32.random(in: 0...pause))
             pause = min(pause * 2, 2_000)
         }
         return try body(Holder(descriptor: descriptor, path: path))
+    }
+
+    private var stayedLocked: MSALError {
+        .internal(
+            .cacheError,
+            "The keyring token cache stayed locked by another thread or process for more than \(Int(timeout)) seconds. Try again; if it persists, find the process holding '\(path)'.")
     }
 
     /// The locked file: read and write the counter.
@@ -153,6 +161,54 @@ struct KeyringLockFile: Sendable {
 
     private static func trimmed(_ path: String) -> String {
         path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
+}
+
+/// A first-come, first-served lock for the threads of this process, one per lock file path.
+private final class FairLock: @unchecked Sendable {
+    private static let registry = Mutex<[String: FairLock]>([:])
+
+    /// The lock of `path` (created on first use, kept for the process's life).
+    static func forPath(_ path: String) -> FairLock {
+        registry.withLock { locks in
+            if let lock = locks[path] { return lock }
+            let lock = FairLock()
+            locks[path] = lock
+            return lock
+        }
+    }
+
+    private let condition = NSCondition()
+    private var held = false
+    private var waiting: [UInt64] = []
+    private var nextTicket: UInt64 = 0
+
+    /// Waits for the lock in arrival order until `deadline`.
+    /// - Returns: whether the lock is now held by the caller.
+    func lock(until deadline: Date) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let ticket = nextTicket
+        nextTicket &+= 1
+        waiting.append(ticket)
+        while held || waiting.first != ticket {
+            if !condition.wait(until: deadline), held || waiting.first != ticket {
+                waiting.removeAll { $0 == ticket }
+                condition.broadcast()  // the next in line may now be first
+                return false
+            }
+        }
+        waiting.removeFirst()
+        held = true
+        return true
+    }
+
+    /// Releases the lock.
+    func unlock() {
+        condition.lock()
+        held = false
+        condition.broadcast()
+        condition.unlock()
     }
 }
 

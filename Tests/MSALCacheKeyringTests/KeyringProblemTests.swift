@@ -163,6 +163,32 @@ struct KeyringProblemTests {
         #expect((directoryAttributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
     }
 
+    @Test("Threads of one process retaking the lock at once all get their turns within the lock timeout")
+    func fairLock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-lock-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lock = KeyringLockFile(directory: directory, accessGroup: "g", timeout: 5)
+        let order = try await withThrowingTaskGroup(of: [String].self) { tasks in
+            for worker in 0..<4 {
+                tasks.addTask {
+                    var turns: [String] = []
+                    for turn in 0..<25 {
+                        try lock.withExclusiveLock { (holder) throws(MSALError) in
+                            try holder.setCounter(try holder.counter() &+ 2)
+                            usleep(200)
+                        }
+                        turns.append("\(worker).\(turn)")
+                    }
+                    return turns
+                }
+            }
+            var all: [String] = []
+            for try await turns in tasks { all += turns }
+            return all
+        }
+        #expect(order.count == 100)  // every waiter got all its turns within the timeout
+    }
+
     @Test("A writer waiting beyond the lock timeout gets a clear .cacheError")
     func lockTimeout() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-lock-\(UUID().uuidString)").path
