@@ -41,7 +41,9 @@ let package = Package(
         .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
-            dependencies: ["MSALCore", "MSALNetwork", "MSALCache", "MSALWebAuth"]
+            dependencies: [
+                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALWebAuth",
+            ]
         ),
         .target(
             name: "MSALTestSupport",
@@ -49,7 +51,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "msal",
-            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALTestSupport"]
         ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
@@ -60,7 +62,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MSALCacheSQLiteTests",
-            dependencies: ["MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSALCacheSQLite", "CSQLite", "MSALTestSupport"]  // CSQLite: a second connection holding the lock
         ),
         .testTarget(
             name: "MSALCacheEncryptedFileTests",

@@ -13,8 +13,16 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// The authority used when a request does not name one. MSAL's default is
     /// `https://login.microsoftonline.com/common`.
     public var authority: Authority
-    /// Where the token cache is persisted. Default: an in-memory store (nothing survives the process).
-    public var cacheStore: any TokenCacheStore
+    /// Where the token cache is kept. Default ``TokenCacheBackend/platformDefault``: the Secret
+    /// Service keyring, else an encrypted file with a key file, else an error telling the app to
+    /// choose (MSAL for iOS/macOS: the keychain).
+    public var cacheBackend: TokenCacheBackend
+    /// The access group: the partition of the cache this app reads and writes. Apps (different client
+    /// IDs, separate processes) with the same group share accounts and refresh tokens, family refresh
+    /// tokens included; apps with different groups see nothing of each other. Default
+    /// `com.microsoft.adalcache` (``TokenCacheAccessGroup/default``), as MSAL for iOS/macOS's
+    /// `MSALCacheConfig.keychainSharingGroup`.
+    public var accessGroup: String
     /// Seconds before an access token's expiry from which the cache no longer serves it and a silent
     /// request refreshes instead. Default 300 (as MSAL for iOS/macOS `tokenExpirationBuffer`).
     public var tokenExpirationBuffer: TimeInterval
@@ -64,15 +72,18 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// - Parameters:
     ///   - clientID: the application (client) ID.
     ///   - authority: the default authority; see ``Authority``.
-    ///   - cacheStore: the persistent store (for example `SQLiteTokenCacheStore`); default in-memory.
+    ///   - cacheBackend: where tokens are kept; default ``TokenCacheBackend/platformDefault``.
+    ///   - accessGroup: the cache partition; default ``TokenCacheAccessGroup/default``.
     public init(
         clientID: String,
         authority: Authority,
-        cacheStore: any TokenCacheStore = InMemoryTokenCacheStore()
+        cacheBackend: TokenCacheBackend = .platformDefault,
+        accessGroup: String = TokenCacheAccessGroup.default
     ) {
         self.clientID = clientID
         self.authority = authority
-        self.cacheStore = cacheStore
+        self.cacheBackend = cacheBackend
+        self.accessGroup = accessGroup
         self.redirectURI = "http://localhost"
         self.applicationID = nil
         self.retryPolicy = .default
@@ -86,5 +97,15 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.logger = .none
         self.transport = URLSessionTransport()
         self.sleep = { seconds in try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000)) }
+    }
+
+    /// Creates a configuration whose tokens go to a store the app opened itself
+    /// (``TokenCacheBackend/store(_:)``); the access group is the store's.
+    /// - Parameters:
+    ///   - clientID: the application (client) ID.
+    ///   - authority: the default authority; see ``Authority``.
+    ///   - cacheStore: the store, for example `SQLiteTokenCacheStore(path:accessGroup:)`.
+    public init(clientID: String, authority: Authority, cacheStore: any TokenCacheStore) {
+        self.init(clientID: clientID, authority: authority, cacheBackend: .store(cacheStore), accessGroup: cacheStore.accessGroup)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 public import MSALCore
-import MSALCache
+public import MSALCache
 import MSALNetwork
 import MSALWebAuth
 internal import Synchronization
@@ -33,10 +33,17 @@ public final class PublicClientApplication: Sendable {
     /// The running interactive sign-in's loopback listener, so it can be canceled.
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
 
-    /// Creates an application.
+    /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
+    /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
+    public let cacheStore: any TokenCacheStore
+
+    /// Creates an application and opens its token cache store.
     /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has
-    ///   whitespace; `.internal(.invalidRedirectURI)` when the redirect URI breaks a rule of
-    ///   ``RedirectURI`` (the message says which).
+    ///   whitespace, or the access group is invalid; `.internal(.invalidRedirectURI)` when the
+    ///   redirect URI breaks a rule of ``RedirectURI`` (the message says which); what
+    ///   ``TokenCacheBackend/makeStore(accessGroup:logger:)`` throws when the cache cannot be opened
+    ///   (`.internal(.cacheUnavailable)` for a keyring that cannot be used or an exhausted default
+    ///   chain, `.internal(.cacheError)` for a file that cannot be opened).
     public init(configuration: PublicClientApplicationConfiguration) throws(MSALError) {
         let clientID = configuration.clientID
         guard !clientID.isEmpty, !clientID.contains(where: { $0.isWhitespace }) else {
@@ -44,7 +51,8 @@ public final class PublicClientApplication: Sendable {
         }
         self.redirectURI = try RedirectURI(configuration.redirectURI, applicationID: configuration.applicationID)
         self.configuration = configuration
-        self.cache = TokenCache(store: configuration.cacheStore, logger: configuration.logger)
+        self.cacheStore = try configuration.cacheBackend.makeStore(accessGroup: configuration.accessGroup, logger: configuration.logger)
+        self.cache = TokenCache(store: cacheStore, logger: configuration.logger)
         self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
         let retrying = RetryingTransport(
             configuration.transport, policy: configuration.retryPolicy, logger: configuration.logger, sleep: configuration.sleep)

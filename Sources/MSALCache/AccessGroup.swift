@@ -42,68 +42,71 @@ public enum TokenCacheAccessGroup {
 /// other group in the top-level section ``sectionName``, an object of MSAL JSON documents by group.
 /// Other MSALs keep unknown top-level sections, so they carry the other groups along untouched.
 ///
-/// Used by the file-based stores (``JSONFileTokenCacheStore`` and the encrypted file).
-public enum AccessGroupPartitionedJSON {
+/// Used by the file-based stores (``JSONFileTokenCacheStore`` and the encrypted file), which parse a
+/// file once per change: read a group with ``contents(accessGroup:)``, write it back with
+/// ``replace(accessGroup:with:)`` and ``serialized()``.
+public struct AccessGroupPartitionedJSON: Sendable {
     /// The top-level section that holds the groups other than ``TokenCacheAccessGroup/default``.
     public static let sectionName = "swift-msal.AccessGroups"
 
-    /// The contents of `accessGroup` in the document `data` (`nil` or empty: no document yet).
-    /// - Returns: that group's entries; the section of other groups is never part of them.
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when `data` is not MSAL JSON, or the groups
-    ///   section or the group's document is not a JSON object.
-    public static func contents(in data: Data?, accessGroup: String) throws(MSALError) -> TokenCacheContents {
-        guard let data else { return TokenCacheContents() }
+    /// The whole document: MSAL's sections, unknown sections, and ``sectionName``.
+    private var root: [String: JSONValue]
+    /// The groups other than the default one, by name.
+    private var groups: [String: [String: JSONValue]]
+
+    /// Parses a document; `nil`, empty or all-whitespace data is an empty document.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when `data` is not a JSON object, or the
+    ///   groups section is not an object of objects.
+    public init(data: Data?) throws(MSALError) {
+        guard let data, !data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else {
+            root = [:]
+            groups = [:]
+            return
+        }
+        guard case .object(var root)? = JSONValue(parsing: data) else {
+            throw .internal(.cacheError, "The token cache is not MSAL JSON (expected a JSON object of sections). Delete the cache file to start over; users will sign in again.")
+        }
+        var groups: [String: [String: JSONValue]] = [:]
+        if let section = root.removeValue(forKey: Self.sectionName) {
+            guard case .object(let byName) = section else { throw Self.malformedSection }
+            for (name, value) in byName {
+                guard case .object(let document) = value else { throw Self.malformedSection }
+                groups[name] = document
+            }
+        }
+        self.root = root
+        self.groups = groups
+    }
+
+    /// The entries of `accessGroup`; the section of other groups is never part of them.
+    /// - Returns: that group's contents (empty when the document has none).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when a known section of the group is not an object.
+    public func contents(accessGroup: String) throws(MSALError) -> TokenCacheContents {
+        if accessGroup == TokenCacheAccessGroup.default { return try TokenCacheContents(msalJSONObject: root) }
+        guard let document = groups[accessGroup] else { return TokenCacheContents() }
+        return try TokenCacheContents(msalJSONObject: document)
+    }
+
+    /// Replaces the entries of `accessGroup` with `contents`; other groups and unknown sections stay.
+    public mutating func replace(accessGroup: String, with contents: TokenCacheContents) {
         if accessGroup == TokenCacheAccessGroup.default {
-            var contents = try TokenCacheContents(msalJSON: data)
-            contents.unknownSections[sectionName] = nil
-            return contents
-        }
-        guard let group = try groups(in: data)[accessGroup] else { return TokenCacheContents() }
-        return try TokenCacheContents(msalJSON: encodeJSON(group, pretty: false))
-    }
-
-    /// The document `data` with the entries of `accessGroup` replaced by `contents`; every other group
-    /// and every unknown section is kept.
-    /// - Returns: the new document (MSAL JSON, UTF-8, sorted keys).
-    /// - Throws: as ``contents(in:accessGroup:)``.
-    public static func replacing(accessGroup: String, with contents: TokenCacheContents, in data: Data?) throws(MSALError) -> Data {
-        let isEmpty = data.map { $0.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 } } ?? true
-        var groups = isEmpty ? [:] : try groups(in: data!)
-        if accessGroup == TokenCacheAccessGroup.default {
-            var contents = contents
-            contents.unknownSections[sectionName] = groups.isEmpty ? nil : .object(groups)
-            return try contents.msalJSON()
-        }
-        var root = isEmpty ? try decodeObject(TokenCacheContents().msalJSON()) : try decodeObject(data!)
-        groups[accessGroup] = try decodeJSONValue(contents.msalJSON())
-        root[sectionName] = .object(groups)
-        return try encodeJSON(.object(root), pretty: true)
-    }
-
-    private static func groups(in data: Data) throws(MSALError) -> [String: JSONValue] {
-        guard let section = try decodeObject(data)[sectionName] else { return [:] }
-        guard case .object(let groups) = section, groups.values.allSatisfy({ if case .object = $0 { true } else { false } }) else {
-            throw .internal(.cacheError, "The token cache's \(sectionName) section is not a JSON object of access groups. Delete the cache file to start over; users will sign in again.")
-        }
-        return groups
-    }
-
-    private static func decodeObject(_ data: Data) throws(MSALError) -> [String: JSONValue] {
-        guard case .object(let root) = try decodeJSONValue(data) else {
-            throw notMSALJSON
-        }
-        return root
-    }
-
-    private static func decodeJSONValue(_ data: Data) throws(MSALError) -> JSONValue {
-        do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch _ {
-            throw notMSALJSON
+            root = contents.msalJSONObject()
+        } else {
+            groups[accessGroup] = contents.msalJSONObject()
         }
     }
 
-    private static var notMSALJSON: MSALError {
-        .internal(.cacheError, "The token cache is not MSAL JSON (expected a JSON object of sections). Delete the cache file to start over; users will sign in again.")
+    /// The document as MSAL JSON: UTF-8, sorted keys, indented, with ``sectionName`` when any group
+    /// other than the default one exists. A new document has MSAL's five sections.
+    /// - Returns: the JSON text.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` if a preserved value cannot be encoded.
+    public func serialized() throws(MSALError) -> Data {
+        var document = root.isEmpty ? TokenCacheContents().msalJSONObject() : root
+        if !groups.isEmpty { document[Self.sectionName] = .object(groups.mapValues { .object($0) }) }
+        return try encodeJSON(.object(document), pretty: true)
+    }
+
+    private static var malformedSection: MSALError {
+        .internal(.cacheError, "The token cache's \(sectionName) section is not a JSON object of access groups. Delete the cache file to start over; users will sign in again.")
     }
 }

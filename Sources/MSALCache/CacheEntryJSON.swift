@@ -197,7 +197,7 @@ extension CacheEntry {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the data is not a JSON object or a
     ///   required field is missing.
     public init(kind: CacheEntryKind, msalJSONData data: Data) throws(MSALError) {
-        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else {
+        guard let object = JSONValue(parsing: data)?.objectValue else {
             throw .internal(.cacheError, "A stored \(kind.rawValue) entry is not a JSON object.")
         }
         try self.init(kind: kind, msalJSONObject: object)

@@ -55,7 +55,7 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     /// - Returns: the contents; empty when the file is missing or empty.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read or is not MSAL JSON.
     public func readAll() throws(MSALError) -> TokenCacheContents {
-        try parse(file.read())
+        try group(of: parse(file.read()))
     }
 
     /// Locks, reads, applies the change and replaces the file atomically.
@@ -78,10 +78,11 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
         try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
             let before = try changeStamp()
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
-            let document = try file.read()
-            var contents = try parse(document)
+            var document = try parse(file.read())
+            var contents = try group(of: document)
             contents.apply(change)
-            try file.replace(with: AccessGroupPartitionedJSON.replacing(accessGroup: accessGroup, with: contents, in: document))
+            document.replace(accessGroup: accessGroup, with: contents)
+            try file.replace(with: document.serialized())
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -89,13 +90,25 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
 
     // MARK: Helpers
 
-    private func parse(_ data: Data?) throws(MSALError) -> TokenCacheContents {
+    private func parse(_ data: Data?) throws(MSALError) -> AccessGroupPartitionedJSON {
         do {
-            return try AccessGroupPartitionedJSON.contents(in: data, accessGroup: accessGroup)
+            return try AccessGroupPartitionedJSON(data: data)
         } catch _ {
-            throw .internal(
-                .cacheError,
-                "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
+            throw notMSALJSON
         }
+    }
+
+    private func group(of document: AccessGroupPartitionedJSON) throws(MSALError) -> TokenCacheContents {
+        do {
+            return try document.contents(accessGroup: accessGroup)
+        } catch _ {
+            throw notMSALJSON
+        }
+    }
+
+    private var notMSALJSON: MSALError {
+        .internal(
+            .cacheError,
+            "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
     }
 }

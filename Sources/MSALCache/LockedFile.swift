@@ -195,7 +195,7 @@ public struct LockedFile: Sendable {
             if Date() >= deadline {
                 throw .internal(
                     .cacheError,
-                    "The token cache '\(path)' stayed locked by another thread or process for more than \(Int(lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
+                    "The token cache '\(path)' stayed locked by another thread or process for more than \(String(format: "%g", lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
             }
             usleep(pause / 2 + UInt32.random(in: 0...pause))
             pause = min(pause * 2, 2_000)

@@ -46,13 +46,23 @@ public struct TokenCacheContents: Sendable, Equatable {
     ///   known section is not an object. A single unreadable entry does not fail the read: it goes
     ///   to ``unreadableEntries``.
     public init(msalJSON data: Data) throws(MSALError) {
-        self.init()
-        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return }
-        guard let root = try? JSONDecoder().decode(JSONValue.self, from: data), case .object(let sections) = root else {
+        if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            self.init()
+            return
+        }
+        guard let root = JSONValue(parsing: data), case .object(let sections) = root else {
             throw .internal(
                 .cacheError,
                 "The token cache is not MSAL JSON (expected a JSON object of sections). Delete the cache file to start over; users will sign in again.")
         }
+        try self.init(msalJSONObject: sections)
+    }
+
+    /// Reads a cache from MSAL's JSON already parsed: the top-level object of sections.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when a known section is not an object. A
+    ///   single unreadable entry does not fail the read: it goes to ``unreadableEntries``.
+    public init(msalJSONObject sections: [String: JSONValue]) throws(MSALError) {
+        self.init()
         for (name, value) in sections {
             guard let kind = CacheEntryKind(rawValue: name) else {
                 unknownSections[name] = value
@@ -78,13 +88,20 @@ public struct TokenCacheContents: Sendable, Equatable {
     /// - Returns: the JSON document.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` if a preserved value cannot be encoded.
     public func msalJSON() throws(MSALError) -> Data {
+        try encodeJSON(.object(msalJSONObject()), pretty: true)
+    }
+
+    /// The cache as MSAL's JSON before encoding: the top-level object of sections that ``msalJSON()``
+    /// writes.
+    /// - Returns: the sections by name.
+    public func msalJSONObject() -> [String: JSONValue] {
         var root = unknownSections
         for kind in CacheEntryKind.allCases {
             var section: [String: JSONValue] = unreadableEntries[kind.rawValue] ?? [:]
             for (key, entry) in entries(of: kind) { section[key] = .object(entry.msalJSONObject) }
             root[kind.rawValue] = .object(section)
         }
-        return try encodeJSON(.object(root), pretty: true)
+        return root
     }
 
     /// The readable entries of one section with their stored keys.

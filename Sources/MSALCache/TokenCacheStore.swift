@@ -1,49 +1,85 @@
 public import MSALCore
 internal import Synchronization
 
-/// Where a token cache lives: the persistence contract every backend (in memory, SQLite, keyring,
-/// encrypted file) implements, and the only thing ``TokenCache`` needs from one.
+/// Where a token cache lives: the persistence contract every backend (in memory, SQLite, JSON file,
+/// encrypted file, Secret Service keyring) implements, and the only thing ``TokenCache`` needs from one.
 ///
-/// An implementation guarantees:
-/// - **Atomicity.** Each ``apply(_:)`` is all or nothing: after it returns, every removal and upsert
-///   of the change is stored; when it throws, none is. Removals are applied first, then upserts,
-///   each under its own ``CacheEntry/key``. There is never a partial write, also not when the
-///   process dies mid-way.
-/// - **Isolation.** A reader (``readAll()``) in this or another process sees the store either
-///   before or after a change, never in between.
-/// - **Concurrent writers.** Writers in this and in other processes are serialized; each change is
-///   applied to the state left by the previous one, so nothing is lost. When two changes touch the
-///   same entry key, the last writer wins for that key.
-/// - **Change detection.** ``changeStamp()`` returns a different value after any commit by any
-///   process or connection (including this one), so a cache layer can tell cheaply that it must reload.
-/// - **Errors.** Every method throws only ``MSALError`` with code `.internal` and internal code
-///   `.cacheError`, whose message says what happened and what to do: the directory is missing or not
-///   writable, the store is locked by another process beyond the backend's busy timeout, the file is
-///   corrupt, the file is not a database of this library, or it was written by a newer version. A
-///   message never contains a secret (token).
+/// A store is opened at a *location* (a file, a keyring collection) for one access group. An
+/// implementation guarantees:
+///
+/// - **Atomic per change.** Each ``apply(_:)`` (and ``applyReportingStamps(_:)``) is all or nothing:
+///   when it returns, every removal and upsert of the change is stored; when it throws, none is.
+///   Within a change removals come first, then upserts, each under its own ``CacheEntry/key``, so an
+///   upsert of a key the change also removes wins; removing a key that is not stored is no error.
+///   No call leaves a partial write behind — not a failed call, not a process killed mid-way: the
+///   next reader finds the state before the change or the state after it.
+/// - **An empty change changes nothing.** A change without upserts and removals
+///   (``TokenCacheChange/isEmpty``) stores nothing and leaves ``changeStamp()`` as it is.
+/// - **Readers.** ``readAll()``, in this or another process, returns one committed state: the store
+///   before or after any change, never in between.
+/// - **Concurrent writers, also in other processes.** Changes from every thread, instance and process
+///   sharing a location are serialized: a writer that finds another one committing waits for it (up
+///   to the backend's lock or busy timeout) and then applies its change to the state that writer
+///   left, so nothing is lost. When two changes touch the same key, the later one wins for that key;
+///   entries neither touched keep their values.
+/// - **Change detection.** ``changeStamp()`` returns another value after any commit of a non-empty
+///   change at the location,
+///   by this instance or by any other thread, instance or process, so a cache layer can tell cheaply
+///   that it must reload. Values are compared for equality only.
+/// - **Access groups.** A store reads and writes the entries of its ``accessGroup`` only. Stores of
+///   different groups at one location never see, change or remove each other's entries, even when
+///   they use the same keys; stores of the same group at one location share them. A store made
+///   without a group uses ``TokenCacheAccessGroup/default``.
+/// - **Missing locations.** A location that does not exist yet is an empty cache: reading it returns
+///   no entries, and the backend creates it at the latest with the first change (file backends create
+///   missing directories with mode 0700 and files with mode 0600).
+/// - **Errors.** Every method throws only ``MSALError`` `.internal` errors whose message says what
+///   happened and what to do, and never contains a secret (token, key, passphrase):
+///   - `.cacheError` when the location cannot be created or used (a path component is not a
+///     directory, no permission, disk full); when it stays locked by another writer beyond the
+///     backend's timeout (then nothing of the change is stored; the message says so); when the
+///     stored data is corrupt or was tampered with, cannot be decrypted, or is not a cache of this
+///     library (another program's file, a newer swift-msal's format). Such data is never
+///     overwritten: the store leaves its bytes as they are — or, a backend that documents it (SQLite)
+///     moves a damaged file aside when opening it, keeps its bytes under another name, reports that
+///     and starts empty.
+///   - `.cacheUnavailable` when the backend cannot be used on this machine at all (no D-Bus session or
+///     Secret Service provider, a keyring that stays locked); an app may fall back to another store.
+///   Access-group names are checked when a store is made: `.invalidParameter` (see
+///   ``TokenCacheAccessGroup/validate(_:)``).
 /// - **Thread safety.** A store may be called from any thread concurrently.
 ///
+/// Every backend runs the same executable form of this contract, the conformance suite in
+/// `MSALTestSupport` (`TokenCacheStoreConformance`).
+///
 /// Source: the contract of MSAL's token cache serialization callbacks (MSAL Python
-/// `SerializableTokenCache`, msal-extensions' cross-process lock), made explicit.
+/// `SerializableTokenCache`, msal-extensions' cross-process lock), and MSAL for iOS/macOS keychain
+/// access groups, made explicit.
 public protocol TokenCacheStore: Sendable {
-    /// The access group whose entries this store reads and writes (see ``TokenCacheAccessGroup``).
-    /// Every backend is partitioned by group: a store never reads or writes another group's entries,
-    /// even when both live in one file or one keyring.
+    /// The access group whose entries this store reads and writes (see ``TokenCacheAccessGroup``):
+    /// the group it was made with, ``TokenCacheAccessGroup/default`` unless told otherwise. Every
+    /// backend is partitioned by group: a store never reads or writes another group's entries, even
+    /// when both live in one file or one keyring.
     var accessGroup: String { get }
 
-    /// Reads every entry of the store.
-    /// - Returns: the contents as of one committed state.
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    /// Reads every entry of the store's access group.
+    /// - Returns: the contents as of one committed state; empty when the location does not exist yet.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read (locked beyond
+    ///   the timeout, corrupt, not a cache of this library); `.internal(.cacheUnavailable)` when the
+    ///   backend cannot be used on this machine.
     func readAll() throws(MSALError) -> TokenCacheContents
 
-    /// Applies one change atomically (see the protocol's guarantees).
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the change could not be stored; then
-    ///   nothing of it was stored.
+    /// Applies one change atomically (see the protocol's guarantees): removals first, then upserts.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the change could not be stored (locked
+    ///   beyond the timeout, corrupt or foreign data, not writable); `.internal(.cacheUnavailable)`
+    ///   when the backend cannot be used on this machine. Then nothing of the change was stored.
     func apply(_ change: TokenCacheChange) throws(MSALError)
 
-    /// A cheap value that changes whenever any process commits a change to the store (SQLite:
-    /// `PRAGMA data_version` plus this connection's own write counter). Compare for equality only.
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be reached.
+    /// A cheap value that changes whenever any thread, instance or process commits a non-empty change
+    /// at the store's location (SQLite: `PRAGMA data_version` plus this connection's own write
+    /// counter). Compare for equality only.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be reached;
+    ///   `.internal(.cacheUnavailable)` when the backend cannot be used on this machine.
     func changeStamp() throws(MSALError) -> UInt64
 
     /// Applies one change atomically and reports the ``changeStamp()`` just before and just after it,
@@ -53,7 +89,7 @@ public protocol TokenCacheStore: Sendable {
     /// stamp it loaded, nobody else changed the store in between. The default implementation reads
     /// the stamps around ``apply(_:)`` without holding a lock, so another process's commit at that
     /// moment may go unnoticed until the next change; backends should implement it.
-    /// - Returns: the stamps before and after the change.
+    /// - Returns: the stamps before and after the change; equal for an empty change.
     /// - Throws: as ``apply(_:)``.
     func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps
 }
@@ -82,7 +118,8 @@ extension TokenCacheStore {
 }
 
 /// A token cache store that lives only as long as the process: for tests, and for apps that do not
-/// want tokens on disk. Every change is atomic under a lock; ``changeStamp()`` counts changes.
+/// want tokens on disk. Every change is atomic under a lock; ``changeStamp()`` counts non-empty
+/// changes. Each instance is its own location: two instances never share entries.
 public final class InMemoryTokenCacheStore: TokenCacheStore {
     /// The access group this store stands for. An in-memory store is one process's only, so the group
     /// names it and nothing else.
@@ -114,7 +151,7 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
         _ = applyLocked(change)
     }
 
-    /// Returns the number of changes applied so far.
+    /// Returns the number of non-empty changes applied so far.
     public func changeStamp() throws(MSALError) -> UInt64 {
         state.withLock { $0.stamp }
     }
@@ -127,6 +164,7 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     private func applyLocked(_ change: TokenCacheChange) -> AppliedChangeStamps {
         state.withLock { state in
             let before = state.stamp
+            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
             state.contents.apply(change)
             state.stamp &+= 1
             return AppliedChangeStamps(before: before, after: state.stamp)

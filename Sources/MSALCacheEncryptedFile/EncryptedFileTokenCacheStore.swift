@@ -95,6 +95,21 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         }
     }
 
+    /// The default location of the encrypted cache: `msal_cache.bin` in
+    /// ``TokenCacheLocation/dataDirectory(environment:)`` (`$XDG_DATA_HOME/msal`, else
+    /// `~/.local/share/msal`).
+    /// - Parameter environment: the variables to read; default this process's environment.
+    /// - Returns: an absolute path.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        TokenCacheLocation.dataDirectory(environment: environment) + "/msal_cache.bin"
+    }
+
+    /// The key file that goes with a cache file when none is named: `<cache path>.key`, beside it.
+    /// - Returns: the path.
+    public static func defaultKeyFilePath(forCachePath path: String) -> String {
+        path + ".key"
+    }
+
     // MARK: TokenCacheStore
 
     /// Reads, decrypts and parses the file (no lock needed: it is only ever replaced whole).
@@ -129,8 +144,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             var (document, contents, kdf, key) = try decode(file.read())
             contents.apply(change)
             if kdf == nil { (kdf, key) = try newFileKey() }
-            let plaintext = try AccessGroupPartitionedJSON.replacing(accessGroup: accessGroup, with: contents, in: document)
-            try file.replace(with: EncryptedCacheFormat.seal(plaintext, key: key!, kdf: kdf!))
+            document.replace(accessGroup: accessGroup, with: contents)
+            try file.replace(with: EncryptedCacheFormat.seal(document.serialized(), key: key!, kdf: kdf!))
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -142,8 +157,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// - Returns: the whole plaintext document, this group's contents and, for an existing file, its KDF and key.
     private func decode(
         _ data: Data?
-    ) throws(MSALError) -> (document: Data?, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
-        guard let data else { return (nil, TokenCacheContents(), nil, nil) }
+    ) throws(MSALError) -> (document: AccessGroupPartitionedJSON, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
+        guard let data else { return (try AccessGroupPartitionedJSON(data: nil), TokenCacheContents(), nil, nil) }
         var used: (KDFInfo, EncryptedCacheKey)?
         let plaintext: Data
         do {
@@ -158,7 +173,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                 "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched. Use the right key or passphrase, or delete the file to start over; users will sign in again.")
         }
         do {
-            return (plaintext, try AccessGroupPartitionedJSON.contents(in: plaintext, accessGroup: accessGroup), used?.0, used?.1)
+            let document = try AccessGroupPartitionedJSON(data: plaintext)
+            return (document, try document.contents(accessGroup: accessGroup), used?.0, used?.1)
         } catch _ {
             throw .internal(
                 .cacheError,

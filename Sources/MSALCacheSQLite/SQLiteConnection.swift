@@ -1,5 +1,12 @@
 internal import CSQLite
 import MSALCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SQLite's `SQLITE_TRANSIENT` (a macro Swift cannot import): tells SQLite to copy bound text.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -12,12 +19,19 @@ final class SQLiteConnection {
     let busyTimeout: Double
     /// Commits made through this connection (SQLite's `data_version` does not count them).
     var ownWrites: UInt64 = 0
+    /// The result code of the last SQLite failure turned into an error by ``error(_:doing:)``, so a
+    /// caller can tell corruption (`SQLITE_CORRUPT`, `SQLITE_NOTADB`) from other failures.
+    var lastFailureCode: Int32 = SQLITE_OK
     private var statements: [String: OpaquePointer] = [:]
+    /// The busy handler's state; SQLite holds an unretained pointer to it for `db`'s lifetime.
+    private let busyWait: BusyWait
 
-    /// Opens the existing file at `path` read-write (never creating it: the store creates it with mode 0600).
-    init(path: String, busyTimeout: Double) throws(MSALError) {
+    /// Opens the existing file at `path` read-write, or read-only when `readOnly` (never creating
+    /// it: the store creates it with mode 0600). A read-only connection never writes the database
+    /// nor rolls back a hot journal into it.
+    init(path: String, busyTimeout: Double, readOnly: Bool = false) throws(MSALError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -27,7 +41,8 @@ final class SQLiteConnection {
         self.db = handle
         self.path = path
         self.busyTimeout = busyTimeout
-        sqlite3_busy_timeout(handle, Int32(max(0, min(busyTimeout * 1000, Double(Int32.max)))))
+        busyWait = BusyWait(timeout: busyTimeout)
+        sqlite3_busy_handler(handle, sqliteBusyHandler, Unmanaged.passUnretained(busyWait).toOpaque())
         sqlite3_extended_result_codes(handle, 1)
     }
 
@@ -36,20 +51,20 @@ final class SQLiteConnection {
         sqlite3_close_v2(db)
     }
 
-    /// A cache error for the result code `code` with a message that says what to do.
+    /// A cache error for the result code `code` with a message that says what to do; remembers
+    /// `code` in ``lastFailureCode``.
     func error(_ code: Int32, doing: String) -> MSALError {
-        SQLiteConnection.error(code: code, sqliteMessage: String(cString: sqlite3_errmsg(db)), path: path, busyTimeout: busyTimeout, doing: doing)
+        lastFailureCode = code
+        return SQLiteConnection.error(code: code, sqliteMessage: String(cString: sqlite3_errmsg(db)), path: path, busyTimeout: busyTimeout, doing: doing)
     }
 
     static func error(code: Int32, sqliteMessage: String, path: String, busyTimeout: Double, doing: String) -> MSALError {
         let advice: String
         switch code & 0xFF {
         case SQLITE_BUSY, SQLITE_LOCKED:
-            advice = "The token cache '\(path)' is locked by another process for longer than the busy timeout (\(busyTimeout) s). Retry later, or end the program that holds it."
-        case SQLITE_CORRUPT:
-            advice = "The token cache '\(path)' is corrupt. Delete it and its -wal and -shm files; users will sign in again."
-        case SQLITE_NOTADB:
-            advice = "The file '\(path)' is not an SQLite database, so swift-msal left it untouched. Move it away or use another path for the token cache."
+            advice = "The token cache '\(path)' stayed locked by another process or connection for longer than the busy timeout (\(busyTimeout) s). Retry later, or end the program that holds it."
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            advice = "The token cache '\(path)' is damaged. Open it again (e.g. restart the program): swift-msal then moves it aside and starts an empty cache; users will sign in again."
         case SQLITE_CANTOPEN:
             advice = "The token cache '\(path)' cannot be opened. Check that its directory exists and is writable by this user."
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
@@ -145,4 +160,39 @@ struct Statement {
     }
 
     func reset() { sqlite3_reset(handle) }
+}
+
+/// When the current wait for a lock of one connection ends. Used only by the thread holding the
+/// connection (the store's lock), like the connection itself.
+final class BusyWait {
+    /// How long one wait may last, in seconds.
+    let timeout: Double
+    /// The end of the current wait, set when SQLite first reports the database busy.
+    private var deadline: ContinuousClock.Instant = .now
+
+    init(timeout: Double) {
+        self.timeout = timeout.isNaN ? 0 : min(max(0, timeout), 1e9)
+    }
+
+    /// Whether SQLite should try again after the `count`-th busy report (0 starts a new wait):
+    /// sleeps a short jittered pause (0.05 to 4.8 ms) and answers `true` until the timeout is over.
+    ///
+    /// SQLite's own `sqlite3_busy_timeout` handler sleeps in steps growing to 100 ms, so a waiter
+    /// among many writers (16 processes on one file) tends to sleep through every hand-off and can
+    /// starve past its timeout; short pauses keep each waiter in the race, as
+    /// `LockedFile.withExclusiveLock` does for the file stores.
+    func shouldRetry(after count: Int32) -> Bool {
+        let now = ContinuousClock.now
+        if count == 0 { deadline = now + .seconds(timeout) }
+        guard now < deadline else { return false }
+        let pause = UInt32(100) << UInt32(min(count, 5))  // microseconds: 100, 200, ..., 3200
+        usleep(pause / 2 + UInt32.random(in: 0...pause))
+        return true
+    }
+}
+
+/// The busy handler of every connection (`sqlite3_busy_handler`): asks the connection's ``BusyWait``.
+private func sqliteBusyHandler(_ context: UnsafeMutableRawPointer?, _ count: Int32) -> Int32 {
+    guard let context else { return 0 }
+    return Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue().shouldRetry(after: count) ? 1 : 0
 }

@@ -18,15 +18,32 @@ import Darwin
 ///   MSAL JSON, so fields this version does not model survive. The schema version is kept in
 ///   `PRAGMA user_version` and the file is marked as swift-msal's with `PRAGMA application_id`.
 /// - **Guarantees** (those of ``TokenCacheStore``): every ``apply(_:)`` is one `BEGIN IMMEDIATE`
-///   transaction, so it is atomic and serialized with writers in other processes (they wait up to
-///   the busy timeout); readers see committed states only (WAL journal); it survives crashes and
-///   restarts. ``changeStamp()`` is `PRAGMA data_version` plus this connection's own write counter.
+///   transaction, so it is atomic and serialized with writers in other processes; readers see
+///   committed states only (WAL journal); it survives crashes and restarts. ``changeStamp()`` is
+///   `PRAGMA data_version` plus this connection's own write counter.
+/// - **Waiting for other writers.** A connection that finds the database locked by another
+///   connection or process retries in short jittered pauses (0.05 to 4.8 ms) until the busy timeout
+///   is over, then fails with `.internal(.cacheError)` naming the timeout. (SQLite's default handler
+///   sleeps in steps of up to 100 ms, which starves a waiter among many writers.)
 /// - **Files.** A new database file is created with mode 0600 (SQLite gives its `-wal` and `-shm`
 ///   files the same mode) and missing directories with mode 0700. An existing database of ours that
-///   is readable by group or others is set to 0600.
-/// - **Never overwrites what is not ours.** A file that is not an SQLite database, an SQLite
-///   database of another program, or one written by a newer swift-msal is refused with an error and
-///   left untouched.
+///   is readable by group or others is set to 0600. An empty (0-byte) file is a new database.
+/// - **Damaged files are moved aside, never deleted.** Opening reads the header and schema and runs
+///   `PRAGMA quick_check` over every page. A file SQLite reports as damaged (`SQLITE_CORRUPT`,
+///   `SQLITE_NOTADB`: garbled or truncated header, binary garbage, a truncated file, damaged pages)
+///   is renamed to `<path>.corrupt-<UTC time as yyyyMMdd'T'HHmmss'Z'>`, together with its `-wal`,
+///   `-shm` and `-journal` files, and an empty cache is created at `path`; users sign in again. The
+///   store reports it in ``movedAsideCorruptFile`` and as a warning through its logger (paths are
+///   PII). The move holds an exclusive lock on `<path>.lock` (created then, and left in place), so
+///   processes opening the damaged file at the same time move it once. Damage found later, on a
+///   store already open, is an `.internal(.cacheError)` and nothing is moved; the next open moves
+///   it. Damage to an entry's JSON text alone is not damage to the database: that entry is kept
+///   as unreadable (``TokenCacheContents/unreadableEntries``).
+/// - **Never overwrites what is not ours.** A valid SQLite database of another program (another
+///   `application_id`, or tables without ours), one written by a newer swift-msal (higher
+///   `user_version`), and a file that is plainly not a database — text such as notes or a JSON
+///   token cache, or an encrypted swift-msal cache — are refused with `.internal(.cacheError)` and
+///   left untouched, also their modes.
 /// - **Access groups.** Entries of different access groups share the file but never see each other
 ///   (the idea of MSAL for iOS/macOS keychain access groups).
 ///
@@ -43,12 +60,23 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// The access group whose entries this store reads and writes.
     public let accessGroup: String
 
+    /// Where this store moved a damaged database it found at ``path`` when it opened it, or `nil`
+    /// when it found none (see "Damaged files" above).
+    ///
+    /// The path is `<path>.corrupt-<UTC time as yyyyMMdd'T'HHmmss'Z'>` (for example
+    /// `msal_cache.sqlite.corrupt-20261129T154500Z`, with `-2`, `-3`, … appended if that name is
+    /// taken); the file's `-wal`, `-shm` and `-journal` files, when there were any, sit beside it with
+    /// the same name plus their suffix. An app or tool should tell the user that the cache was
+    /// replaced (users sign in again) and where the old file is; it may be deleted once not needed.
+    public let movedAsideCorruptFile: String?
+
     private let connection: Mutex<SQLiteConnection>
 
     /// Opens (creating if needed) the token cache database at `path`.
     ///
-    /// Creates missing directories (mode 0700) and a missing file (mode 0600), switches the database
-    /// to WAL, creates the schema on a new file and checks it on an existing one.
+    /// Creates missing directories (mode 0700) and a missing file (mode 0600), checks an existing
+    /// file (moving a damaged one aside), switches the database to WAL and creates the schema on a
+    /// new file.
     ///
     /// - Parameters:
     ///   - path: the database file, e.g. ``defaultPath()``.
@@ -57,11 +85,14 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     ///     iOS/macOS's default keychain group.
     ///   - busyTimeout: how long, in seconds, to wait for another process holding the database lock
     ///     before failing (default 5).
-    ///   - logger: receives a warning when file permissions are tightened (the path is PII).
+    ///   - logger: receives a warning when file permissions are tightened and when a damaged file is
+    ///     moved aside (paths are PII).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the directory cannot be created or is not
-    ///   a directory, the file cannot be created or opened, it is not an SQLite database or is
-    ///   another program's database or was written by a newer swift-msal (all left untouched), it is
-    ///   corrupt, or it stays locked beyond `busyTimeout`; `.internal(.invalidParameter)` for an invalid access group.
+    ///   a directory, the file cannot be created or opened, it is plainly not an SQLite database
+    ///   (text, an encrypted cache) or is another program's database or was written by a newer
+    ///   swift-msal (all left untouched), it is damaged and cannot be moved aside, or it stays locked
+    ///   beyond `busyTimeout`; `.internal(.invalidParameter)` for an invalid access group. A damaged
+    ///   file is not an error: it is moved aside (see ``movedAsideCorruptFile``).
     public init(
         path: String,
         accessGroup: String = TokenCacheAccessGroup.default,
@@ -72,10 +103,21 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         try Self.prepareDirectory(for: path)
         let created = try Self.createFileIfMissing(path)
-        let connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout)
-        try Self.setUpSchema(connection)
-        if !created { Self.tightenPermissions(path, logger: logger) }
+        var examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+        var movedAside: String?
+        if case .damaged(let reason) = examined {
+            movedAside = try Self.moveAsideDamaged(path, reason: reason, busyTimeout: busyTimeout, logger: logger)
+            examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+        }
+        guard case .usable(let connection, let hasSchema) = examined else {
+            throw .internal(
+                .cacheError,
+                "The token cache '\(path)' was damaged again right after swift-msal replaced it with an empty one. Check the disk and the file system, or use another path.")
+        }
+        try Self.setUpSchema(connection, hasSchema: hasSchema)
+        if !created && movedAside == nil { Self.tightenPermissions(path, logger: logger) }
         self.connection = Mutex(connection)
+        movedAsideCorruptFile = movedAside
     }
 
     /// The default location of the token cache: `$XDG_DATA_HOME/msal/msal_cache.sqlite` when
@@ -89,13 +131,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// ``defaultPath()`` computed from the given environment variables (`XDG_DATA_HOME`, `HOME`).
     /// - Returns: an absolute path.
     public static func defaultPath(environment: [String: String]) -> String {
-        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
-            return (dataHome.hasSuffix("/") ? String(dataHome.dropLast()) : dataHome) + "/msal/msal_cache.sqlite"
-        }
-        var home = environment["HOME"] ?? ""
-        if !home.hasPrefix("/") { home = NSHomeDirectory() }
-        if home.hasSuffix("/") { home.removeLast() }
-        return home + "/.local/share/msal/msal_cache.sqlite"
+        TokenCacheLocation.dataDirectory(environment: environment) + "/msal_cache.sqlite"
     }
 
     // MARK: TokenCacheStore
@@ -120,7 +156,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             if let kind = CacheEntryKind(rawValue: kindName), let entry = try? CacheEntry(kind: kind, msalJSONData: data) {
                 contents.insert(entry, storedKey: key)
             } else {
-                let raw = (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .string(json)
+                let raw = JSONValue(parsing: data) ?? .string(json)
                 contents.unreadableEntries[kindName, default: [:]][key] = raw
             }
         }
@@ -220,14 +256,189 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             "Cannot create the token cache file '\(path)' (\(String(cString: strerror(code)))). Check that the directory exists and is writable by this user.")
     }
 
-    /// Checks the file is ours (or empty), then switches to WAL and creates or checks the schema.
-    private static func setUpSchema(_ connection: SQLiteConnection) throws(MSALError) {
+    /// What opening the file found.
+    private enum Examination {
+        /// A connection to a database of ours (`hasSchema`) or to an empty one (not `hasSchema`).
+        case usable(SQLiteConnection, hasSchema: Bool)
+        /// The file is a damaged database; the reason is SQLite's description (no content of the file).
+        case damaged(reason: String)
+    }
+
+    /// Examines the file at `path` without writing to it, then opens the store's connection.
+    ///
+    /// A non-empty file that does not start with SQLite's 16-byte header is never given to SQLite:
+    /// it is refused (text, an encrypted cache) or damaged. Otherwise a read-only connection reads
+    /// the header and schema and runs `PRAGMA quick_check`; only when SQLite needs to write to read
+    /// the file at all (`SQLITE_READONLY_*`, e.g. a hot journal of an interrupted transaction to roll
+    /// back, SQLite's own crash recovery) is a read-write connection used for that.
+    /// - Returns: ``Examination/usable(_:hasSchema:)`` with a read-write connection or, when the file
+    ///   is damaged, ``Examination/damaged(reason:)`` (then no connection to the file is left open,
+    ///   so it can be moved).
+    /// - Throws: the refusals of ``checkOwnership(_:doing:)`` and ``refuseIfNotADatabase(_:)``; any
+    ///   other SQLite failure (e.g. locked beyond the busy timeout).
+    private static func openAndExamine(_ path: String, busyTimeout: Double) throws(MSALError) -> Examination {
+        if let prefix = readPrefix(of: path, count: 4096), !prefix.starts(with: sqliteHeader) {
+            try refuseIfNotADatabase(path)
+            return .damaged(reason: "the file does not start with the SQLite header")
+        }
+        let hasSchema: Bool
+        switch try examine(SQLiteConnection(path: path, busyTimeout: busyTimeout, readOnly: true)) {
+        case .damaged(let reason): return .damaged(reason: reason)
+        case .needsWriting:
+            let connection = try SQLiteConnection(path: path, busyTimeout: busyTimeout)
+            switch try examine(connection) {
+            case .damaged(let reason): return .damaged(reason: reason)
+            case .needsWriting: throw connection.error(connection.lastFailureCode, doing: "checking the token cache")
+            case .usable(let ours):
+                return .usable(connection, hasSchema: ours)
+            }
+        case .usable(let ours): hasSchema = ours
+        }
+        return .usable(try SQLiteConnection(path: path, busyTimeout: busyTimeout), hasSchema: hasSchema)
+    }
+
+    /// What ``examine(_:)`` found.
+    private enum Finding {
+        /// Ours (`true`) or empty (`false`).
+        case usable(hasSchema: Bool)
+        case damaged(reason: String)
+        /// A read-only connection cannot read the file (`SQLITE_READONLY_*`): SQLite must write first.
+        case needsWriting
+    }
+
+    /// Reads the header and schema of the database behind `connection` and checks every page.
+    /// - Throws: the refusals of ``checkOwnership(_:doing:)``; SQLite failures other than damage.
+    private static func examine(_ connection: SQLiteConnection) throws(MSALError) -> Finding {
         let doing = "checking the token cache"
-        // Read-only checks first: nothing is written to a file that is not ours.
-        try checkOwnership(connection, doing: doing)
+        do {
+            let hasSchema = try checkOwnership(connection, doing: doing)
+            if hasSchema {
+                // Reads every page of the file (no index cross-checks, so it stays fast).
+                let check = try connection.statement("PRAGMA quick_check(1)", doing: doing)
+                defer { check.reset() }
+                guard try check.step(), check.text(0) == "ok" else { return .damaged(reason: "PRAGMA quick_check found damaged pages") }
+            }
+            return .usable(hasSchema: hasSchema)
+        } catch {
+            let code = connection.lastFailureCode
+            switch code & 0xFF {
+            case SQLITE_CORRUPT, SQLITE_NOTADB: return .damaged(reason: String(cString: sqlite3_errstr(code)))
+            case SQLITE_READONLY: return .needsWriting
+            default: throw error
+            }
+        }
+    }
+
+    /// The first 16 bytes of every SQLite database file: `SQLite format 3` and a NUL.
+    private static let sqliteHeader = Array("SQLite format 3\u{0}".utf8)
+
+    /// Refuses a file that is not an SQLite database and looks like another kind of file a user
+    /// keeps: text (notes, a JSON token cache) or an encrypted swift-msal cache (`MSALENC1`).
+    /// Binary data that is neither, or that starts with `SQLite`, is a damaged database (the caller
+    /// moves it aside).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` saying the file is not an SQLite database and
+    ///   was left untouched.
+    private static func refuseIfNotADatabase(_ path: String) throws(MSALError) {
+        guard let prefix = readPrefix(of: path, count: 4096), !prefix.starts(with: Array("SQLite".utf8)) else { return }
+        let isEncryptedCache = prefix.starts(with: Array("MSALENC1".utf8))
+        // Text: no NUL byte and valid UTF-8 (a character cut at the end of the prefix allowed).
+        let isText = !prefix.contains(0) && (0...min(3, prefix.count - 1)).contains { cut in
+            String(validating: prefix.dropLast(cut), as: UTF8.self) != nil
+        }
+        guard isEncryptedCache || isText else { return }
+        throw .internal(
+            .cacheError,
+            "The file '\(path)' is not an SQLite database, so swift-msal left it untouched. Move it away or use another path for the token cache.")
+    }
+
+    /// Up to `count` bytes from the start of the file, or `nil` when it cannot be read.
+    private static func readPrefix(of path: String, count: Int) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, count - filled) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            filled += got
+        }
+        return filled > 0 ? Array(bytes[0..<filled]) : nil
+    }
+
+    /// Moves the damaged database at `path` (with its `-wal`, `-shm` and `-journal` files) aside and
+    /// creates an empty file in its place, holding the exclusive lock on `<path>.lock` so that
+    /// processes opening the damaged file at the same time move it once.
+    /// - Returns: where the file went, or `nil` when, once the lock was held, `path` was no longer
+    ///   damaged (another process had moved it aside).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when a file cannot be renamed (what was
+    ///   renamed is put back) or the lock is held beyond `busyTimeout` (at least one second).
+    private static func moveAsideDamaged(_ path: String, reason: String, busyTimeout: Double, logger: Logger) throws(MSALError) -> String? {
+        let lock = try LockedFile(path: path, lockTimeout: max(busyTimeout, 1))
+        return try lock.withExclusiveLock { () throws(MSALError) -> String? in
+            _ = try createFileIfMissing(path)
+            if case .usable = try openAndExamine(path, busyTimeout: busyTimeout) { return nil }
+            let destination = availableAsideName(for: path)
+            // The WAL first: an empty database next to a stale WAL would take that WAL's pages.
+            var moved: [(from: String, to: String)] = []
+            for suffix in ["-wal", "-shm", "-journal", ""] {
+                let from = path + suffix
+                var info = stat()
+                guard lstat(from, &info) == 0 else { continue }
+                guard rename(from, destination + suffix) == 0 else {
+                    let reasonText = String(cString: strerror(errno))
+                    for file in moved.reversed() { rename(file.to, file.from) }
+                    throw .internal(
+                        .cacheError,
+                        "The token cache '\(path)' is damaged (\(reason)) and could not be moved aside to '\(destination + suffix)' (\(reasonText)). Make its directory writable, or move the file and its -wal and -shm files away yourself; users will sign in again.")
+                }
+                moved.append((from, destination + suffix))
+            }
+            _ = try createFileIfMissing(path)
+            logger.warning("The token cache \(pii: path) was damaged (\(reason)); it was moved to \(pii: destination) and an empty cache was created in its place. Users sign in again; delete the old file once it is no longer needed.")
+            return destination
+        }
+    }
+
+    /// `<path>.corrupt-<UTC time>`, with `-2`, `-3`, … appended while that name or one of its
+    /// `-wal`, `-shm`, `-journal` siblings exists.
+    private static func availableAsideName(for path: String) -> String {
+        let base = path + ".corrupt-" + compactUTCTimestamp(Date())
+        var candidate = base
+        var number = 1
+        while ["", "-wal", "-shm", "-journal"].contains(where: { suffix in
+            var info = stat()
+            return lstat(candidate + suffix, &info) == 0
+        }) {
+            number += 1
+            candidate = base + "-\(number)"
+        }
+        return candidate
+    }
+
+    /// `date` in UTC as `yyyyMMdd'T'HHmmss'Z'` (ISO 8601 basic format), e.g. `20261129T154500Z`.
+    static func compactUTCTimestamp(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return padded(parts.tm_year + 1900, 4) + padded(parts.tm_mon + 1, 2) + padded(parts.tm_mday, 2) + "T"
+            + padded(parts.tm_hour, 2) + padded(parts.tm_min, 2) + padded(parts.tm_sec, 2) + "Z"
+    }
+
+    /// Switches to WAL and, on an empty database, creates the schema (in a `BEGIN IMMEDIATE`
+    /// transaction that checks again, since another process may be creating it too). A database that
+    /// already has our schema takes no write lock.
+    private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool) throws(MSALError) {
+        let doing = "checking the token cache"
         let mode = try connection.statement("PRAGMA journal_mode = WAL", doing: "switching the token cache to WAL")
         _ = try mode.step()
         mode.reset()
+        if hasSchema { return }
         try connection.transaction(immediate: true, doing: "creating the token cache schema") { () throws(MSALError) in
             if try checkOwnership(connection, doing: doing) { return }
             try connection.execute(
@@ -252,7 +463,8 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     }
 
     /// - Returns: `true` when the database already has our current schema, `false` when it is empty.
-    /// - Throws: when it is not a database, another program's database, or from a newer version.
+    /// - Throws: when it is another program's database or from a newer version (or SQLite fails,
+    ///   e.g. `SQLITE_NOTADB` for a file that is not a database).
     @discardableResult
     private static func checkOwnership(_ connection: SQLiteConnection, doing: String) throws(MSALError) -> Bool {
         let tables = try connection.integer("SELECT count(*) FROM sqlite_master", doing: doing)

@@ -11,6 +11,14 @@ enum OutputFormat: String {
     case text, json
 }
 
+/// The token cache backends `--cache-backend` names.
+enum CacheBackendName: String, CaseIterable {
+    case sqlite, keyring, json
+    case encryptedFile = "encrypted-file"
+    /// The library's default chain (keyring, else encrypted file with a key file).
+    case auto
+}
+
 /// The parsed command line of `msal`.
 struct Options {
     var command: String
@@ -21,6 +29,11 @@ struct Options {
     var scopes: [String] = []
     var account: String?
     var cache: String?
+    var cacheBackend: CacheBackendName = .sqlite
+    var cacheKeyFile: String?
+    /// From `MSAL_CACHE_PASSPHRASE` only (a flag would show it in `ps`).
+    var cachePassphrase: String?
+    var accessGroup: String?
     var forceRefresh = false
     var output: OutputFormat = .text
     var redirectURI: String?
@@ -66,6 +79,9 @@ struct Options {
             case "--scope": options.scopes.append(try value(for: argument))
             case "--account": options.account = try value(for: argument)
             case "--cache": options.cache = try value(for: argument)
+            case "--cache-backend": options.cacheBackend = try cacheBackend(try value(for: argument), from: argument)
+            case "--cache-key-file": options.cacheKeyFile = try value(for: argument)
+            case "--access-group": options.accessGroup = try value(for: argument)
             case "--force-refresh": options.forceRefresh = true
             case "--output":
                 let raw = try value(for: argument)
@@ -103,7 +119,25 @@ struct Options {
         func fallback(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         if options.authority == nil { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
-        if options.cache == nil { options.cache = fallback("MSAL_CACHE") }
+        if !arguments.contains("--cache-backend"), let raw = fallback("MSAL_CACHE_BACKEND") {
+            options.cacheBackend = try cacheBackend(raw, from: "MSAL_CACHE_BACKEND")
+        }
+        // MSAL_CACHE names a file, which only the file backends have; --cache with keyring is a mistake.
+        if options.cache == nil, ![.keyring, .auto].contains(options.cacheBackend) { options.cache = fallback("MSAL_CACHE") }
+        if options.accessGroup == nil { options.accessGroup = fallback("MSAL_ACCESS_GROUP") }
+        options.cachePassphrase = fallback("MSAL_CACHE_PASSPHRASE")
+        if [.keyring, .auto].contains(options.cacheBackend) && options.cache != nil {
+            throw UsageError(message: "--cache names a file; --cache-backend \(options.cacheBackend.rawValue) chooses its own place (leave --cache out)")
+        }
+        if options.cacheBackend == .json && options.cache == nil {
+            throw UsageError(message: "--cache-backend json needs --cache PATH (for example ~/.azure/msal_token_cache.json)")
+        }
+        if options.cacheKeyFile != nil && options.cacheBackend != .encryptedFile {
+            throw UsageError(message: "--cache-key-file applies to --cache-backend encrypted-file only")
+        }
+        if options.cacheKeyFile != nil && options.cachePassphrase != nil {
+            throw UsageError(message: "give either --cache-key-file or MSAL_CACHE_PASSPHRASE, not both")
+        }
         if options.authorityType == nil, let raw = fallback("MSAL_AUTHORITY_TYPE") {
             guard let type = AuthorityType(rawValue: raw) else {
                 throw UsageError(message: "MSAL_AUTHORITY_TYPE must be one of \(AuthorityType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(raw)'")
@@ -127,6 +161,13 @@ struct Options {
         return options
     }
 
+    private static func cacheBackend(_ raw: String, from source: String) throws(UsageError) -> CacheBackendName {
+        guard let backend = CacheBackendName(rawValue: raw) else {
+            throw UsageError(message: "\(source) must be one of \(CacheBackendName.allCases.map(\.rawValue).joined(separator: ", ")), not '\(raw)'")
+        }
+        return backend
+    }
+
     static let usage = """
     usage: msal <command> [options]
 
@@ -146,7 +187,14 @@ struct Options {
       --known-authority HOST      a trusted B2C host (repeatable); B2C authorities need it
       --scope S                   a scope to request; repeat for several
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout
-      --cache PATH                SQLite token cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite)
+      --cache-backend B           sqlite (default), keyring, encrypted-file, json, or auto (keyring, else
+                                  encrypted file) (env MSAL_CACHE_BACKEND)
+      --cache PATH                the cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite,
+                                  or msal_cache.bin for encrypted-file; json needs one)
+      --cache-key-file PATH       encrypted-file: the 32-byte key file (default <cache>.key, created 0600);
+                                  or set MSAL_CACHE_PASSPHRASE to use a passphrase instead
+      --access-group G            the cache partition shared by apps of one publisher
+                                  (env MSAL_ACCESS_GROUP; default com.microsoft.adalcache)
       --force-refresh             token: skip the cached access token and redeem the refresh token
       --redirect-uri URI          login: loopback redirect URI (default http://localhost, any port)
       --port N                    login: the listener's port (replaces the redirect URI's port)

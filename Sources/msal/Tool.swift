@@ -1,6 +1,7 @@
 import Foundation
 import MSAL
 import MSALCache
+import MSALCacheEncryptedFile
 import MSALCacheSQLite
 import MSALCore
 import MSALWebAuth
@@ -62,15 +63,34 @@ enum Tool {
         let authority = try Authority(
             options.authority ?? "https://login.microsoftonline.com/common", type: options.authorityType,
             knownAuthorities: Set(options.knownAuthorities))
-        let path = options.cache ?? SQLiteTokenCacheStore.defaultPath()
-        // Only a sign-in creates the cache: reading commands on a missing file (a mistyped path, or
-        // nobody signed in yet) see an empty cache and create nothing.
-        let store: any TokenCacheStore = options.command != "login" && !FileManager.default.fileExists(atPath: path)
-            ? InMemoryTokenCacheStore()
-            : try SQLiteTokenCacheStore(path: path)
-        var configuration = PublicClientApplicationConfiguration(clientID: clientID, authority: authority, cacheStore: store)
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: clientID, authority: authority, cacheBackend: cacheBackend(options),
+            accessGroup: options.accessGroup ?? TokenCacheAccessGroup.default)
         if let redirect = try redirectURI(options) { configuration.redirectURI = redirect }
         return (try PublicClientApplication(configuration: configuration), authority)
+    }
+
+    /// The cache backend of `--cache-backend`, `--cache`, `--cache-key-file` and `MSAL_CACHE_PASSPHRASE`.
+    /// Only a sign-in creates a cache file: reading commands on a missing file (a mistyped path, or
+    /// nobody signed in yet) see an empty cache and create nothing.
+    static func cacheBackend(_ options: Options) -> TokenCacheBackend {
+        let path: String?
+        switch options.cacheBackend {
+        case .sqlite: path = options.cache ?? SQLiteTokenCacheStore.defaultPath()
+        case .encryptedFile: path = options.cache ?? EncryptedFileTokenCacheStore.defaultPath()
+        case .json: path = options.cache
+        case .keyring, .auto: path = nil
+        }
+        if let path, options.command != "login", !FileManager.default.fileExists(atPath: path) { return .inMemory }
+        switch options.cacheBackend {
+        case .sqlite: return .sqlite(path: path)
+        case .json: return .jsonFile(path: path ?? "")
+        case .keyring: return .keyring
+        case .auto: return .platformDefault
+        case .encryptedFile:
+            let key: EncryptedFileKey = options.cachePassphrase.map { .passphrase($0) } ?? .keyFile(path: options.cacheKeyFile)
+            return .encryptedFile(path: path, key: key)
+        }
     }
 
     /// `--redirect-uri`, with `--port` replacing its port (or `http://localhost:<port>` alone);
@@ -99,6 +119,10 @@ enum Tool {
 
     static func run(_ options: Options) async throws {
         let (application, authority) = try makeApplication(options)
+        if let movedAside = (application.cacheStore as? SQLiteTokenCacheStore)?.movedAsideCorruptFile {
+            // Tokens are lost with the damaged file; say so once, where scripts expect diagnostics.
+            Console.err("msal: warning: the token cache was damaged; it was moved to \(movedAside) and a new one started (users sign in again)")
+        }
         switch options.command {
         case "login" where !options.deviceCode:
             let output = options.output

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import MSALCache
 import MSALCacheSQLite
@@ -40,20 +41,21 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try Sample.lookup(writer, home: "a.t") == nil)
     }
 
-    @Test("Concurrent writers on separate connections lose nothing")
-    func concurrentConnections() throws {
+    @Test("Sixteen connections writing at once on one file all get their turn within the busy timeout")
+    func manyConcurrentConnections() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("cache.sqlite")
         _ = try SQLiteTokenCacheStore(path: path)
         let failures = Mutex<[String]>([])
         let group = DispatchGroup()
-        for worker in 0..<6 {
+        for worker in 0..<16 {
             group.enter()
             Thread {
                 defer { group.leave() }
                 do {
+                    // Each opens its own connection while the others already write.
                     let cache = TokenCache(store: try SQLiteTokenCacheStore(path: path))
-                    for i in 0..<30 {
+                    for i in 0..<40 {
                         let home = "w\(worker)-\(i).t"
                         try cache.save(accessToken: Sample.accessToken(home: home, secret: "AT-\(worker)-\(i)"), refreshToken: nil,
                                        idToken: nil, account: Sample.account(home: home), appMetadata: nil)
@@ -66,8 +68,8 @@ struct SQLiteTokenCacheStoreTests {
         group.wait()
         #expect(failures.withLock { $0 } == [])
         let cache = TokenCache(store: try SQLiteTokenCacheStore(path: path))
-        #expect(try cache.accounts().count == 180)
-        #expect(try Sample.lookup(cache, home: "w5-29.t")?.secret == "AT-5-29")
+        #expect(try cache.accounts().count == 640)
+        #expect(try Sample.lookup(cache, home: "w15-39.t")?.secret == "AT-15-39")
     }
 
     @Test("A new file is 0600 (also its WAL), a created directory 0700")
@@ -96,11 +98,12 @@ struct SQLiteTokenCacheStoreTests {
         #expect(lines.withLock { $0.first?.contains(path) } == false)  // the path is PII: masked
     }
 
-    @Test("A file that is not a database gives a clear error and is left untouched")
-    func garbageFile() throws {
+    @Test("A file that is plainly not a database (text, JSON cache, encrypted cache) is refused and left untouched",
+          arguments: ForeignFile.allCases)
+    func foreignFile(kind: ForeignFile) throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("notes.txt")
-        let bytes = Data(String(repeating: "my precious notes, not a database\n", count: 200).utf8)
+        let bytes = kind.bytes
         try bytes.write(to: URL(fileURLWithPath: path))
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
         #expect {
@@ -108,7 +111,196 @@ struct SQLiteTokenCacheStoreTests {
         } throws: { isCacheError($0, containing: "is not an SQLite database") && isCacheError($0, containing: path) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
         #expect(try permissions(path) == 0o644)
-        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["notes.txt"])
+    }
+
+    enum ForeignFile: String, CaseIterable, Sendable {
+        case notes, jsonCache, encryptedCache, utf8TextCutInACharacter
+
+        var bytes: Data {
+            switch self {
+            case .notes: Data(String(repeating: "my precious notes, not a database\n", count: 200).utf8)
+            case .jsonCache: Data(#"{"AccessToken": {}, "RefreshToken": {}, "Account": {}}"#.utf8)
+            case .encryptedCache: Data("MSALENC1".utf8) + Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+            // Longer than the 4 KiB the store looks at, cut inside a two-byte character there.
+            case .utf8TextCutInACharacter: Data(("a" + String(repeating: "é", count: 3000)).utf8)
+            }
+        }
+    }
+
+    // MARK: Damaged files
+
+    enum Damage: String, CaseIterable, Sendable {
+        case randomBytes, garbledHeader, truncatedToHalf, truncatedInsideHeader, damagedPages, damagedSchemaPage
+
+        /// Damages the cache database at `path` (no store open).
+        func apply(to path: String) throws {
+            switch self {
+            case .randomBytes:
+                var generator = SystemRandomNumberGenerator()
+                try Data((0..<5000).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: URL(fileURLWithPath: path))
+            case .garbledHeader:
+                var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                for index in 0..<16 { bytes[index] ^= 0x5A }
+                try bytes.write(to: URL(fileURLWithPath: path))
+            case .truncatedToHalf: try DamagedDatabase.truncate(path, to: 0.5)
+            case .truncatedInsideHeader:
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                try bytes.prefix(50).write(to: URL(fileURLWithPath: path))
+            case .damagedPages: try DamagedDatabase.garbleMiddle(path)
+            case .damagedSchemaPage: try DamagedDatabase.garbleFirstPage(path)
+            }
+        }
+    }
+
+    /// A cache database with `count` entries (large enough to span many pages), closed.
+    private func writeCache(_ path: String, count: Int = 200) throws {
+        let store = try SQLiteTokenCacheStore(path: path)
+        try store.apply(TokenCacheChange(upserts: (0..<count).map {
+            .accessToken(Sample.accessToken(home: "h\($0).t", secret: "AT-\($0)-" + String(repeating: "x", count: 300)))
+        }))
+    }
+
+    @Test("A damaged database is moved aside with its bytes, a new cache works, and the store and the log say so",
+          arguments: Damage.allCases)
+    func damagedDatabaseMovedAside(damage: Damage) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try writeCache(path)
+        try damage.apply(to: path)
+        let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
+        let lines = Mutex<[(LogLevel, String)]>([])
+        let logger = Logger(level: .debug) { level, line in lines.withLock { $0.append((level, line)) } }
+
+        let before = Self.utcStamp(Date())
+        let store = try SQLiteTokenCacheStore(path: path, logger: logger)
+        let after = Self.utcStamp(Date())
+        let aside = try #require(store.movedAsideCorruptFile)
+        // <path>.corrupt-<yyyyMMdd'T'HHmmss'Z'> at the time of the move.
+        #expect(aside.hasPrefix(path + ".corrupt-"))
+        let stamp = String(aside.dropFirst((path + ".corrupt-").count))
+        #expect(stamp.wholeMatch(of: /[0-9]{8}T[0-9]{6}Z/) != nil, "\(stamp)")
+        #expect(before <= stamp && stamp <= after)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == damaged)
+
+        // The new cache is empty, works, and is an ordinary cache for the next store.
+        #expect(try store.readAll() == TokenCacheContents())
+        try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "new.t", secret: "AT-new"))]))
+        let reopened = try SQLiteTokenCacheStore(path: path)
+        #expect(reopened.movedAsideCorruptFile == nil)
+        #expect(try reopened.readAll().accessTokens.count == 1)
+        #expect(try permissions(path) == 0o600)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == damaged)
+
+        // One warning, with the paths masked as PII.
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 1)
+        #expect(logged.first?.0 == .warning)
+        #expect(logged.first?.1.contains("moved") == true)
+        #expect(logged.first?.1.contains(directory.path) == false)
+    }
+
+    @Test("With PII logging the warning names the damaged file and where it went")
+    func movedAsideLogWithPII() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try writeCache(path)
+        try Damage.damagedPages.apply(to: path)
+        let lines = Mutex<[String]>([])
+        let logger = Logger(level: .warning, piiLoggingEnabled: true) { _, line in lines.withLock { $0.append(line) } }
+        let store = try SQLiteTokenCacheStore(path: path, logger: logger)
+        let aside = try #require(store.movedAsideCorruptFile)
+        let line = try #require(lines.withLock { $0.first })
+        #expect(line.contains(path) && line.contains(aside))
+        #expect(!line.contains("AT-"))  // no token from the damaged file
+    }
+
+    @Test("The -wal, -shm and -journal files of a damaged database move with it; taken names are not reused")
+    func sidecarFilesMoveAlong() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try Damage.randomBytes.apply(to: path)
+        let sidecars = ["-wal": Data("old wal".utf8), "-shm": Data("old shm".utf8), "-journal": Data("old journal".utf8)]
+        for (suffix, bytes) in sidecars { try bytes.write(to: URL(fileURLWithPath: path + suffix)) }
+        let first = try #require(try SQLiteTokenCacheStore(path: path).movedAsideCorruptFile)
+        for (suffix, bytes) in sidecars {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: first + suffix)) == bytes, "\(suffix)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + "-journal"))
+
+        // Damaged again (most likely within the same second): the second file gets a name of its own.
+        try Damage.randomBytes.apply(to: path)
+        let again = try Data(contentsOf: URL(fileURLWithPath: path))
+        let second = try #require(try SQLiteTokenCacheStore(path: path).movedAsideCorruptFile)
+        #expect(second != first)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: second)) == again)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: first)) != again)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: first + "-wal")) == sidecars["-wal"])
+    }
+
+    @Test("Stores opening one damaged file at once move it aside once and then share the new cache")
+    func concurrentOpenersMoveOnce() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try writeCache(path)
+        try Damage.damagedPages.apply(to: path)
+        let opened = Mutex<[Result<SQLiteTokenCacheStore, MSALError>]>([])
+        let group = DispatchGroup()
+        for _ in 0..<6 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let result = Result { () throws(MSALError) in try SQLiteTokenCacheStore(path: path) }
+                opened.withLock { $0.append(result) }
+            }.start()
+        }
+        group.wait()
+        let stores = try opened.withLock { $0 }.map { try $0.get() }
+        #expect(stores.compactMap(\.movedAsideCorruptFile).count == 1)
+        let asideFiles = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { $0.hasPrefix("cache.sqlite.corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        #expect(asideFiles.count == 1)
+        for (index, store) in stores.enumerated() {
+            try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "s\(index).t", secret: "AT"))]))
+        }
+        #expect(try stores[0].readAll().accessTokens.count == stores.count)
+    }
+
+    @Test("An empty (0-byte) file is a new cache, not a damaged one")
+    func emptyFile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(), attributes: [.posixPermissions: 0o600]))
+        let store = try SQLiteTokenCacheStore(path: path)
+        #expect(store.movedAsideCorruptFile == nil)
+        try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "a.t", secret: "AT"))]))
+        #expect(try SQLiteTokenCacheStore(path: path).readAll().accessTokens.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.contains("corrupt") })
+    }
+
+    @Test("A valid SQLite database with another application_id is refused and left untouched, not moved aside")
+    func otherApplicationID() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("other.db")
+        var db: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        #expect(sqlite3_exec(db, "PRAGMA application_id = 42; CREATE TABLE t (x); INSERT INTO t VALUES (1);", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close_v2(db)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect {
+            _ = try SQLiteTokenCacheStore(path: path)
+        } throws: { isCacheError($0, containing: "another program (application_id 42") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["other.db"])
+    }
+
+    /// `date` as `yyyyMMdd'T'HHmmss'Z'` in UTC.
+    static func utcStamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: date)
     }
 
     @Test("Another program's SQLite database is refused and left untouched", .enabled(if: SQLiteShell.isAvailable))
@@ -149,23 +341,6 @@ struct SQLiteTokenCacheStoreTests {
         } throws: { isCacheError($0, containing: "not a regular file") }
     }
 
-    @Test("Access groups in one file never see each other's entries")
-    func accessGroups() throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.file("cache.sqlite")
-        let one = TokenCache(store: try SQLiteTokenCacheStore(path: path, accessGroup: "com.example.one"))
-        let two = TokenCache(store: try SQLiteTokenCacheStore(path: path, accessGroup: "com.example.two"))
-        try one.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-one"), refreshToken: nil, idToken: nil,
-                     account: Sample.account(home: "a.t"), appMetadata: nil)
-        try two.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-two"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
-        #expect(try Sample.lookup(one, home: "a.t")?.secret == "AT-one")
-        #expect(try Sample.lookup(two, home: "a.t")?.secret == "AT-two")
-        #expect(try two.accounts().isEmpty)
-        try two.removeAccount(homeAccountID: "a.t", environment: Sample.environment, clientID: Sample.clientID)
-        #expect(try Sample.lookup(one, home: "a.t")?.secret == "AT-one")
-        #expect(try one.accounts().count == 1)
-    }
-
     @Test("A write by another process (the sqlite3 shell) is seen by an open TokenCache", .enabled(if: SQLiteShell.isAvailable))
     func otherProcessWrites() throws {
         let directory = try TemporaryDirectory()
@@ -191,31 +366,52 @@ struct SQLiteTokenCacheStoreTests {
         let cache = TokenCache(store: store)
         try cache.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-1"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SQLiteShell.path)
-        process.arguments = ["-batch", path]
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\n.system touch \(marker)\n".utf8))
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: marker) && Date() < deadline { usleep(10_000) }
-        #expect(FileManager.default.fileExists(atPath: marker))
+        let lock = try ShellWriteLock(database: path, marker: marker)
 
         #expect {
             try cache.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-b"), refreshToken: nil, idToken: nil,
                            account: Sample.account(home: "b.t"), appMetadata: nil)
-        } throws: { isCacheError($0, containing: "locked by another process") && !String(describing: $0).contains("AT-b") }
+        } throws: {
+            isCacheError($0, containing: "locked by another process") && isCacheError($0, containing: "busy timeout (0.2 s)")
+                && !String(describing: $0).contains("AT-b")
+        }
 
-        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        try lock.release()
         // Nothing of the failed change was written; the lock is gone and writing works again.
         #expect(try Sample.lookup(cache, home: "b.t") == nil)
         #expect(try cache.accounts().isEmpty)
         try cache.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-b"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
         #expect(try Sample.lookup(TokenCache(store: try SQLiteTokenCacheStore(path: path)), home: "b.t")?.secret == "AT-b")
+    }
+
+    @Test("A writer waits for another process's transaction and succeeds once it ends within the busy timeout",
+          .enabled(if: SQLiteShell.isAvailable))
+    func waitsForOtherProcess() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        let store = try SQLiteTokenCacheStore(path: path, busyTimeout: 30)
+        try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "a.t", secret: "AT-a"))]))
+        let lock = try ShellWriteLock(database: path, marker: directory.file("locked"))
+
+        let released = Atomic<Bool>(false)
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            defer { done.signal() }
+            do {
+                try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "b.t", secret: "AT-b"))]))
+                // It cannot have committed while the other process held the lock.
+                outcome.withLock { $0 = released.load(ordering: .acquiring) ? "committed after the release" : "committed while locked" }
+            } catch {
+                outcome.withLock { $0 = "failed: \(error)" }
+            }
+        }.start()
+        usleep(300_000)  // the writer is waiting in the busy handler meanwhile
+        released.store(true, ordering: .releasing)
+        try lock.release()
+        done.wait()
+        #expect(outcome.withLock { $0 } == "committed after the release")
+        #expect(try SQLiteTokenCacheStore(path: path).readAll().accessTokens.count == 2)
     }
 
     @Test("The MSAL Python fixture imported into SQLite answers the same lookups")

@@ -89,3 +89,32 @@ func isCacheError(_ error: any Error, containing text: String) -> Bool {
     guard let error = error as? MSALError else { return false }
     return error == .internal(.cacheError, "") && error.message.contains(text)
 }
+
+/// A separate `sqlite3` process holding a database's write lock (`BEGIN IMMEDIATE`) until released.
+final class ShellWriteLock {
+    private let process = Process()
+    private let input = Pipe()
+
+    /// Starts the process and returns once it holds the lock (it touches `marker` then).
+    init(database: String, marker: String) throws {
+        process.executableURL = URL(fileURLWithPath: SQLiteShell.path)
+        process.arguments = ["-batch", database]
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(".timeout 5000\nBEGIN IMMEDIATE;\n.system touch \(marker)\n".utf8))
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: marker) && Date() < deadline { usleep(10_000) }
+        guard FileManager.default.fileExists(atPath: marker) else {
+            process.terminate()
+            throw SQLiteShell.ShellError(output: "sqlite3 did not take the write lock of \(database)")
+        }
+    }
+
+    /// Commits (nothing was written) and ends the process.
+    func release() throws {
+        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}

@@ -13,7 +13,7 @@ enum Sample {
 
     static func accessToken(
         home: String = home, realm: String = tenant, clientID: String = clientID,
-        target: String, secret: String, expiresIn: TimeInterval = 3600
+        target: String = "User.Read", secret: String, expiresIn: TimeInterval = 3600
     ) -> AccessTokenEntry {
         AccessTokenEntry(
             homeAccountID: home, environment: environment, clientID: clientID, realm: realm, target: target,

@@ -46,7 +46,7 @@ struct AuthorityResolutionTests {
         defer { fixture.stop() }
         var configuration = PublicClientApplicationConfiguration(
             clientID: LocalIdentityProvider.demoClientID,
-            authority: try Authority("https://login.unknown-cloud.example/common", type: .aad))
+            authority: try Authority("https://login.unknown-cloud.example/common", type: .aad), cacheBackend: .inMemory)
         // The local provider plays login.microsoftonline.com's instance discovery.
         configuration.instanceDiscoveryHost = "127.0.0.1:\(fixture.provider.baseURL.port ?? 0)"
         let application = try PublicClientApplication(configuration: configuration)

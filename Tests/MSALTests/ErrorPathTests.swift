@@ -144,7 +144,7 @@ struct ErrorPathTests {
         let fixture = try LocalFixture()
         let deadAuthority = fixture.authority
         fixture.stop()
-        var configuration = PublicClientApplicationConfiguration(clientID: LocalIdentityProvider.demoClientID, authority: deadAuthority)
+        var configuration = PublicClientApplicationConfiguration(clientID: LocalIdentityProvider.demoClientID, authority: deadAuthority, cacheBackend: .inMemory)
         configuration.transport = URLSessionTransport(timeout: 5)
         let application = try PublicClientApplication(configuration: configuration)
         await #expect(throws: MSALError.internal(.networkError, "")) {
@@ -167,7 +167,7 @@ struct ErrorPathTests {
     func emptyClientID() throws {
         let authority = try Authority("https://login.microsoftonline.com/common")
         #expect(throws: MSALError.internal(.invalidParameter, "")) {
-            try PublicClientApplication(configuration: PublicClientApplicationConfiguration(clientID: " ", authority: authority))
+            try PublicClientApplication(configuration: PublicClientApplicationConfiguration(clientID: " ", authority: authority, cacheBackend: .inMemory))
         }
     }
 }

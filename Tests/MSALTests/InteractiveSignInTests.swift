@@ -211,7 +211,7 @@ struct InteractiveSignInTests {
     ])
     func invalidRedirectURI(uri: String) throws {
         var configuration = PublicClientApplicationConfiguration(
-            clientID: "app", authority: try Authority("https://login.microsoftonline.com/common"))
+            clientID: "app", authority: try Authority("https://login.microsoftonline.com/common"), cacheBackend: .inMemory)
         configuration.redirectURI = uri
         configuration.applicationID = "com.contoso.App"
         #expect(throws: MSALError.internal(.invalidRedirectURI, "")) { try PublicClientApplication(configuration: configuration) }

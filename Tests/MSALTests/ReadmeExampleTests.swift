@@ -34,6 +34,18 @@ let result = try await application.acquireToken(with: InteractiveTokenParameters
     return result
 }
 
+/// README.md's configuration, verbatim between the markers; compiled here, not run (it would open
+/// the user's real cache).
+func readmeConfigurationSnippet() throws -> PublicClientApplication {
+    // README-CONFIG-BEGIN
+let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
+    clientID: "your-client-id",
+    authority: try Authority("https://login.microsoftonline.com/organizations"),
+    cacheBackend: .sqlite(path: nil)))  // nil: $XDG_DATA_HOME/msal/msal_cache.sqlite
+    // README-CONFIG-END
+    return application
+}
+
 @Suite("README's Swift example")
 struct ReadmeExampleTests {
     @Test("The README shows exactly the function this file compiles")
@@ -47,6 +59,9 @@ struct ReadmeExampleTests {
         let snippetStart = try #require(source.range(of: "    // README-BEGIN\n"))
         let snippetEnd = try #require(source.range(of: "    // README-END", range: snippetStart.upperBound..<source.endIndex))
         #expect(readme.contains(String(source[snippetStart.upperBound..<snippetEnd.lowerBound])))
+        let configStart = try #require(source.range(of: "    // README-CONFIG-BEGIN\n"))
+        let configEnd = try #require(source.range(of: "    // README-CONFIG-END", range: configStart.upperBound..<source.endIndex))
+        #expect(readme.contains(String(source[configStart.upperBound..<configEnd.lowerBound])))
     }
 
     @Test("It signs in once, then serves the token silently")

@@ -104,6 +104,23 @@ struct ToolTests {
         #expect(run.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test("A damaged SQLite cache is moved aside, and the tool says where")
+    func damagedCacheMovedAside() async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("cache.sqlite")
+        // An SQLite header followed by garbage: a database file, damaged.
+        var bytes = Data("SQLite format 3\u{0}".utf8)
+        bytes.append(Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let run = try await msal("accounts", "--client-id", "app", "--cache", path, "--output", "json")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        let moved = try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.hasPrefix("cache.sqlite.corrupt-") && !$0.contains("-wal") && !$0.contains("-shm") }
+        #expect(moved.count == 1)
+        #expect(run.stderr.contains("moved to") && run.stderr.contains(moved.first ?? "?"), "\(run.stderr)")
+        #expect(try Data(contentsOf: directory.url.appendingPathComponent(moved.first ?? "?")) == bytes)
+    }
+
     @Test("Reading commands on a missing cache file create nothing")
     func readingCreatesNothing() async throws {
         let directory = TemporaryDirectory()
