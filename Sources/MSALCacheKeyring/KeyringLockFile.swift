@@ -9,7 +9,8 @@ import Musl
 #endif
 
 /// The cross-process lock and change counter of one access group's keyring items: the file
-/// `<directory>/keyring.<access group>.lock` (mode 0600, its directory 0700).
+/// `<directory>/keyring.<access group>.lock` (mode 0600, its directory 0700; a store with extra
+/// item attributes, which only tests make, has its own file `keyring.<access group>.attributes-<hash>.lock`).
 ///
 /// - **Lock.** Writers hold `flock(LOCK_EX)` on it, each call on its own open file description, so
 ///   writers in this and other processes are serialized; the kernel drops the lock when its holder
@@ -33,10 +34,11 @@ struct KeyringLockFile: Sendable {
     /// How long a writer waits for the lock, in seconds.
     let timeout: TimeInterval
 
-    /// Describes the lock file of `accessGroup` in `directory`; creates nothing.
-    init(directory: String, accessGroup: String, timeout: TimeInterval) {
+    /// Describes the lock file of `accessGroup` (and a store's extra `attributes`) in `directory`;
+    /// creates nothing.
+    init(directory: String, accessGroup: String, attributes: [String: String] = [:], timeout: TimeInterval) {
         let directory = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        path = directory + "/" + Self.fileName(accessGroup: accessGroup)
+        path = directory + "/" + Self.fileName(accessGroup: accessGroup, attributes: attributes)
         self.timeout = timeout
     }
 
@@ -60,13 +62,20 @@ struct KeyringLockFile: Sendable {
 
     /// `keyring.<group>.lock`; a group longer than 200 UTF-8 bytes is replaced by its 64-bit FNV-1a
     /// hash in hex, to stay within file name limits. (Groups contain no `/`: ``TokenCacheAccessGroup/validate(_:)``.)
-    static func fileName(accessGroup: String) -> String {
+    static func fileName(accessGroup: String, attributes: [String: String] = [:]) -> String {
+        let suffix = attributes.isEmpty ? ""
+            : ".attributes-" + fnv(attributes.sorted { $0.key < $1.key }.map { $0.key + "\u{0}" + $0.value }.joined(separator: "\u{0}"))
         if accessGroup.utf8.count <= 200 {
-            return "keyring." + accessGroup + ".lock"
+            return "keyring." + accessGroup + suffix + ".lock"
         }
+        return "keyring.fnv-" + fnv(accessGroup) + suffix + ".lock"
+    }
+
+    /// The 64-bit FNV-1a hash of `text`'s UTF-8 bytes, in hex.
+    private static func fnv(_ text: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in accessGroup.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return "keyring.fnv-" + String(hash, radix: 16) + ".lock"
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
     }
 
     /// Reads the counter without locking.

@@ -9,14 +9,15 @@ struct ItemKey: Sendable, Hashable {
     /// The stored key.
     var key: String
 
-    /// The attributes that find every item of this key in `accessGroup`.
-    func searchAttributes(accessGroup: String) -> [String: String] {
-        [
+    /// The attributes that find every item of this key in `accessGroup` (with the store's `extra`
+    /// attributes).
+    func searchAttributes(accessGroup: String, extra: [String: String] = [:]) -> [String: String] {
+        extra.merging([
             KeyringItemLayout.schemaAttribute: KeyringItemLayout.tokenCacheSchema,
             KeyringItemLayout.Attribute.accessGroup: accessGroup,
             KeyringItemLayout.Attribute.kind: kind,
             KeyringItemLayout.Attribute.key: key,
-        ]
+        ]) { $1 }
     }
 
     /// The journal's key (one journal per access group).
@@ -65,10 +66,11 @@ struct ItemRecord: Sendable, Equatable {
         return try? CacheEntry(kind: kind, msalJSONObject: object)
     }
 
-    /// The item's attributes: the full layout for a known section, else only schema, group, kind and key.
-    func attributes(accessGroup: String) -> [String: String] {
-        guard let kind = CacheEntryKind(rawValue: itemKey.kind) else { return itemKey.searchAttributes(accessGroup: accessGroup) }
-        return KeyringItemLayout.attributes(kind: kind, key: itemKey.key, msalJSONObject: entry.objectValue ?? [:], accessGroup: accessGroup)
+    /// The item's attributes: the full layout for a known section, else only schema, group, kind and
+    /// key; plus the store's `extra` attributes.
+    func attributes(accessGroup: String, extra: [String: String] = [:]) -> [String: String] {
+        guard let kind = CacheEntryKind(rawValue: itemKey.kind) else { return itemKey.searchAttributes(accessGroup: accessGroup, extra: extra) }
+        return extra.merging(KeyringItemLayout.attributes(kind: kind, key: itemKey.key, msalJSONObject: entry.objectValue ?? [:], accessGroup: accessGroup)) { $1 }
     }
 }
 

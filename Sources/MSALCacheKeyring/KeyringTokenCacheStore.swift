@@ -55,6 +55,9 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// How long, in seconds, one Secret Service call may take before it is cancelled.
     public let serviceTimeout: TimeInterval
 
+    /// Extra attributes of every item and search: empty, except in tests that keep stores of one
+    /// access group apart (see ``init(accessGroup:lockDirectory:testNamespace:lockTimeout:serviceTimeout:logger:)``).
+    private let attributes: [String: String]
     private let lockFile: KeyringLockFile
     private let logger: Logger
     private let client = SecretServiceClient.shared
@@ -77,14 +80,28 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used here
     ///   (see the type's description), `.internal(.invalidParameter)` for an invalid access group,
     ///   `.internal(.cacheError)` when the lock file cannot be created or the service fails.
-    public init(
+    public convenience init(
         accessGroup: String = TokenCacheAccessGroup.default,
         lockDirectory: String? = nil,
         lockTimeout: TimeInterval = 10,
         serviceTimeout: TimeInterval = 10,
         logger: Logger = .none
     ) throws(MSALError) {
+        try self.init(
+            accessGroup: accessGroup, lockDirectory: lockDirectory, testNamespace: nil, lockTimeout: lockTimeout,
+            serviceTimeout: serviceTimeout, logger: logger)
+    }
+
+    /// The initializer behind the public one, plus `testNamespace` (tests only): when set, every
+    /// item carries the attribute `swift-msal-test-namespace` with that value and every search
+    /// matches it, and the lock file is the namespace's own, so that tests can run stores of one
+    /// access group (the default one included) side by side in one keyring without sharing entries.
+    init(
+        accessGroup: String, lockDirectory: String?, testNamespace: String?, lockTimeout: TimeInterval,
+        serviceTimeout: TimeInterval, logger: Logger
+    ) throws(MSALError) {
         self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
+        attributes = testNamespace.map { ["swift-msal-test-namespace": $0] } ?? [:]
         let directory = lockDirectory ?? KeyringLockFile.defaultDirectory(environment: ProcessInfo.processInfo.environment)
         guard !directory.isEmpty else {
             throw .internal(.invalidParameter, "The keyring token cache's lock directory is empty; leave it out to use the default.")
@@ -92,7 +109,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         self.lockDirectory = directory
         self.serviceTimeout = serviceTimeout
         self.logger = logger
-        lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, timeout: lockTimeout)
+        lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, attributes: self.attributes, timeout: lockTimeout)
         try lockFile.withExclusiveLock { (holder) throws(MSALError) in
             _ = try holder.counter()
             try recover(holder, doing: "opening the token cache in the keyring")
@@ -178,10 +195,10 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
 
     /// Reads the group's items with one search and one bulk secret transfer.
     private func readSnapshot() throws(MSALError) -> Snapshot {
-        let attributes = [
+        let attributes = self.attributes.merging([
             KeyringItemLayout.schemaAttribute: KeyringItemLayout.tokenCacheSchema,
             KeyringItemLayout.Attribute.accessGroup: accessGroup,
-        ]
+        ]) { $1 }
         let (secrets, calls) = try session(doing: "reading the token cache") { session throws(KeyringProblem) -> ([String: [UInt8]], Int) in
             let collection = try session.defaultCollection()
             let found = try session.search(attributes)
@@ -257,14 +274,15 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         var newItems: [ItemKey: (attributes: [String: String], secret: [UInt8])] = [:]
         for key in order {
             if let record = desired[key]! {
-                newItems[key] = (record.attributes(accessGroup: accessGroup), try record.encoded())
+                newItems[key] = (record.attributes(accessGroup: accessGroup, extra: attributes), try record.encoded())
             }
         }
         let group = accessGroup
+        let extra = attributes
         let current = try session(doing: "reading the token cache entries a change replaces") { session throws(KeyringProblem) -> Current in
             var paths: [ItemKey: [String]] = [:]
             for key in order {
-                let found = try session.search(key.searchAttributes(accessGroup: group))
+                let found = try session.search(key.searchAttributes(accessGroup: group, extra: extra))
                 if !found.locked.isEmpty { throw .locked }
                 paths[key] = found.unlocked
             }
@@ -300,7 +318,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                 guard try session.defaultCollection() == current.collection else { throw .failed("the default collection changed during the change") }
                 touched = true
                 let journalPath = try session.createItem(
-                    in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group),
+                    in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group, extra: extra),
                     secret: journalSecret, contentType: "application/json")
                 if crash == .afterJournal { return true }
                 for (index, key) in changed.enumerated() {
@@ -357,10 +375,11 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     ) throws(MSALError) -> String {
         let counter = try holder.counter()
         let group = accessGroup
+        let extra = attributes
         let (collection, journals) = try session(doing: doing) {
             session throws(KeyringProblem) -> (String, [String: [UInt8]]) in
             let collection = try session.defaultCollection()
-            let found = try session.search(ItemKey.journal.searchAttributes(accessGroup: group))
+            let found = try session.search(ItemKey.journal.searchAttributes(accessGroup: group, extra: extra))
             if !found.locked.isEmpty { throw .locked }
             return (collection, try session.secrets(found.unlocked))
         }
@@ -381,15 +400,16 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     /// Idempotent, so an interrupted restore can simply run again.
     private func restore(_ journal: JournalRecord, removingJournalAt journalPath: String?) throws(MSALError) {
         let group = accessGroup
+        let extra = attributes
         try session(doing: "undoing an interrupted token cache change") { session throws(KeyringProblem) in
             let collection = try session.defaultCollection()
             for image in journal.images {
-                let found = try session.search(image.itemKey.searchAttributes(accessGroup: group))
+                let found = try session.search(image.itemKey.searchAttributes(accessGroup: group, extra: extra))
                 if !found.locked.isEmpty { throw .locked }
                 for path in found.unlocked { try session.delete(path) }
                 for secret in image.secrets {
-                    let attributes = ItemRecord(decoding: secret)?.attributes(accessGroup: group)
-                        ?? image.itemKey.searchAttributes(accessGroup: group)
+                    let attributes = ItemRecord(decoding: secret)?.attributes(accessGroup: group, extra: extra)
+                        ?? image.itemKey.searchAttributes(accessGroup: group, extra: extra)
                     _ = try session.createItem(
                         in: collection, label: KeyringItemLayout.label(kind: image.itemKey.kind, accessGroup: group),
                         attributes: attributes, secret: secret, contentType: "application/json")
@@ -399,7 +419,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
             if let journalPath {
                 journals = [journalPath]
             } else {
-                journals = try session.search(ItemKey.journal.searchAttributes(accessGroup: group)).unlocked
+                journals = try session.search(ItemKey.journal.searchAttributes(accessGroup: group, extra: extra)).unlocked
             }
             for path in journals { try session.delete(path) }
         }
