@@ -134,6 +134,12 @@ struct KeyringLockFile: Sendable {
         fileprivate let descriptor: Int32
         fileprivate let path: String
 
+        /// Whether the file holds a counter yet (a new or emptied file does not).
+        /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read.
+        func hasCounter() throws(MSALError) -> Bool {
+            try KeyringLockFile.counter(descriptor, path: path) != nil
+        }
+
         /// The counter; a new (empty) file is given a random even value first.
         /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read or written.
         func counter() throws(MSALError) -> UInt64 {

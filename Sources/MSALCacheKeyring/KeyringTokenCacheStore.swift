@@ -111,8 +111,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         self.logger = logger
         lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, attributes: self.attributes, timeout: lockTimeout)
         try lockFile.withExclusiveLock { (holder) throws(MSALError) in
-            _ = try holder.counter()
-            try recover(holder, doing: "opening the token cache in the keyring")
+            try recover(holder, always: true, doing: "opening the token cache in the keyring")
         }
     }
 
@@ -142,7 +141,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
             usleep(UInt32(200 << attempt) + UInt32.random(in: 0...200))
         }
         return try lockFile.withExclusiveLock { (holder) throws(MSALError) -> TokenCacheContents in
-            try recover(holder)
+            try recover(holder, always: true)
             return try readSnapshot().contents
         }
     }
@@ -171,7 +170,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         try lockFile.withExclusiveLock { (holder) throws(MSALError) -> AppliedChangeStamps in
             let collection = try recover(holder)
             let before = try holder.counter()
-            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
+            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }  // no keyring call
             _ = try write(change, into: collection, holder: holder, before: before, crash: nil)
             return AppliedChangeStamps(before: before, after: before &+ 2)
         }
@@ -252,11 +251,12 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         }
     }
 
-    /// Writes `change` under the lock into the default collection at `collection`: journal, items,
-    /// journal removal; the counter goes from `before` (even) to odd to `before + 2`.
+    /// Writes `change` under the lock into the default collection (at `knownCollection` when the
+    /// caller just asked): journal, items, journal removal; the counter goes from `before` (even) to
+    /// odd to `before + 2`.
     /// - Returns: whether a simulated crash stopped it.
     private func write(
-        _ change: TokenCacheChange, into collection: String, holder: KeyringLockFile.Holder, before: UInt64, crash: CrashPoint?
+        _ change: TokenCacheChange, into knownCollection: String?, holder: KeyringLockFile.Holder, before: UInt64, crash: CrashPoint?
     ) throws(MSALError) -> Bool {
         // The final state of every key the change touches: removals first, then upserts, the last one
         // of a key winning, as TokenCacheContents.apply does.
@@ -280,6 +280,8 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         let group = accessGroup
         let extra = attributes
         let current = try session(doing: "reading the token cache entries a change replaces") { session throws(KeyringProblem) -> Current in
+            var collection = knownCollection ?? ""
+            if knownCollection == nil { collection = try session.defaultCollection() }
             var paths: [ItemKey: [String]] = [:]
             for key in order {
                 let found = try session.search(key.searchAttributes(accessGroup: group, extra: extra))
@@ -368,12 +370,18 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     }
 
     /// Finishes a change that a dead process (or a failed undo) left behind. Call with the lock held.
-    /// - Returns: the default collection's path.
+    ///
+    /// Such a change always leaves the counter odd, so with an even counter the keyring is searched
+    /// for a journal only when `always` is set (opening a store, a reader that saw a journal) or the
+    /// lock file is new (its directory wiped while a journal stayed in the keyring).
+    /// - Returns: the default collection's path when the keyring was asked, else `nil`.
     @discardableResult
     private func recover(
-        _ holder: KeyringLockFile.Holder, doing: String = "checking the token cache for an interrupted change"
-    ) throws(MSALError) -> String {
+        _ holder: KeyringLockFile.Holder, always: Bool = false, doing: String = "checking the token cache for an interrupted change"
+    ) throws(MSALError) -> String? {
+        let fresh = try !holder.hasCounter()
         let counter = try holder.counter()
+        if counter & 1 == 0 && !fresh && !always { return nil }
         let group = accessGroup
         let extra = attributes
         let (collection, journals) = try session(doing: doing) {

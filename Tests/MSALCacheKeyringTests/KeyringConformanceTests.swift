@@ -15,7 +15,10 @@ struct Conformance {
     /// The attribute a test namespace sets.
     static let namespaceAttribute = "swift-msal-test-namespace"
 
-    static func store(_ location: String, group: String?, lockTimeout: TimeInterval = 10) throws -> KeyringTokenCacheStore {
+    /// A store of the check's location. The lock timeout is generous: every test of the run shares one
+    /// gnome-keyring daemon, which rewrites its keyring file for every item it writes, so on a loaded
+    /// machine six writers queue for longer than the default 10 seconds (a hang guard, not a speed limit).
+    static func store(_ location: String, group: String?, lockTimeout: TimeInterval = 120) throws -> KeyringTokenCacheStore {
         try KeyringTokenCacheStore(
             accessGroup: group ?? TokenCacheAccessGroup.default, lockDirectory: location + "-locks", testNamespace: location,
             lockTimeout: lockTimeout, serviceTimeout: 10, logger: .none)

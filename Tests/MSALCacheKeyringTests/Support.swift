@@ -57,9 +57,10 @@ final class KeyringFixture: Sendable {
         lockDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-keyring-tests-\(UUID().uuidString)").path
     }
 
-    /// A store of the fixture's group and lock directory.
+    /// A store of the fixture's group and lock directory, with a generous lock timeout: all tests
+    /// of the run share one keyring daemon (a hang guard, not a speed limit).
     func store(accessGroup: String? = nil) throws -> KeyringTokenCacheStore {
-        try KeyringTokenCacheStore(accessGroup: accessGroup ?? self.accessGroup, lockDirectory: lockDirectory)
+        try KeyringTokenCacheStore(accessGroup: accessGroup ?? self.accessGroup, lockDirectory: lockDirectory, lockTimeout: 120)
     }
 
     /// The lock file of the fixture's group.
