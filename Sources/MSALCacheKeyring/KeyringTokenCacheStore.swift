@@ -1,6 +1,7 @@
 public import Foundation
 public import MSALCache
 public import MSALCore
+internal import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -60,6 +61,9 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
     private let attributes: [String: String]
     private let lockFile: KeyringLockFile
     private let logger: Logger
+    /// Called at the points of a change where ``CrashPoint`` could stop it (tests only: a child
+    /// process blocks there until its parent kills it).
+    let writeHook = Mutex<(@Sendable (CrashPoint) -> Void)?>(nil)
     private let client = SecretServiceClient.shared
 
     /// How many times ``readAll()`` reads without the lock before it takes the lock.
@@ -310,6 +314,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
 
         try holder.setCounter(before &+ 1)
         if crash == .beforeJournal { return true }
+        let hook = writeHook.withLock { $0 }
         let crashed: Bool
         var touched = false  // whether the keyring may have been changed (from the journal on)
         do {
@@ -323,6 +328,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                     in: current.collection, label: label, attributes: ItemKey.journal.searchAttributes(accessGroup: group, extra: extra),
                     secret: journalSecret, contentType: "application/json")
                 if crash == .afterJournal { return true }
+                hook?(.afterJournal)
                 for (index, key) in changed.enumerated() {
                     var kept: String?
                     if let item = newItems[key] {
@@ -332,6 +338,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
                     }
                     for path in current.paths[key]! where path != kept { try session.delete(path) }
                     if crash == .afterKeys(index + 1) { return true }
+                    hook?(.afterKeys(index + 1))
                     if crash == .failingAfterKeys(index + 1) { throw .failed("a simulated failure after \(index + 1) keys") }
                 }
                 if crash == .beforeJournalRemoval { return true }
