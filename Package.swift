@@ -42,7 +42,8 @@ let package = Package(
         .target(
             name: "MSAL",
             dependencies: [
-                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALWebAuth",
+                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring",
+                "MSALWebAuth",
             ]
         ),
         .target(
@@ -75,7 +76,7 @@ let package = Package(
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(
             name: "MSALTests",
-            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "MSALTestSupport"]
         ),
     ]
 )

@@ -33,8 +33,12 @@ e2e_status=0
 MSAL_BIN=.build/debug/msal scripts/e2e-glewlwyd-cli.sh || e2e_status=$?
 MSAL_BIN=.build/debug/msal scripts/e2e-glewlwyd-interactive-cli.sh || e2e_status=$?
 
-if [[ $swift_status -ne 0 || $e2e_status -ne 0 ]]; then
-  echo "test.sh: FAILED (swift test exit $swift_status, msal end-to-end exit $e2e_status)" >&2
+# A downstream package built from the cache layers only links neither OpenSSL nor libsecret.
+examples_status=0
+scripts/check-examples.sh || examples_status=$?
+
+if [[ $swift_status -ne 0 || $e2e_status -ne 0 || $examples_status -ne 0 ]]; then
+  echo "test.sh: FAILED (swift test exit $swift_status, msal end-to-end exit $e2e_status, examples exit $examples_status)" >&2
   exit 1
 fi
 echo "test.sh: all suites passed"
