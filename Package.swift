@@ -44,6 +44,11 @@ let package = Package(
             name: "msal",
             dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
         ),
+        // Test tooling, not a product: the worker processes of MSALCacheProcessTests.
+        .executableTarget(
+            name: "msal-cache-worker",
+            dependencies: ["MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "CSQLite"]
+        ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
         .testTarget(
@@ -58,6 +63,12 @@ let package = Package(
         .testTarget(
             name: "MSALCacheEncryptedFileTests",
             dependencies: ["MSALCacheEncryptedFile", "MSALTestSupport"]
+        ),
+        .testTarget(
+            name: "MSALCacheProcessTests",
+            // The worker is a dependency so the tests share its fixtures and backend list
+            // (@testable import) and SwiftPM builds it before them.
+            dependencies: ["msal-cache-worker", "MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile"]
         ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(
