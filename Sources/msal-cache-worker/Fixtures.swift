@@ -150,18 +150,27 @@ enum Fixtures {
         return fields[generationField]?.stringValue.flatMap { Int($0) }
     }
 
-    /// `TEST-MARKER-<kind>-<tag>-` padded to `length` characters with a pattern that depends on
-    /// the tag, so two generations' secrets differ all along.
+    /// `TEST-MARKER-<kind>-<tag>-` padded to `length` characters with a slice of ``padding`` that
+    /// starts where a hash of the tag says, so two generations' secrets differ all along.
     static func marker(_ kind: String, _ tag: String, _ length: Int) -> String {
-        var text = "TEST-MARKER-\(kind)-\(tag)-"
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
-        var state: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 { state = (state ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        text.reserveCapacity(length)
-        while text.utf8.count < length {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            text.append(alphabet[Int((state >> 33) % UInt64(alphabet.count))])
-        }
-        return text
+        let text = "TEST-MARKER-\(kind)-\(tag)-"
+        let missing = length - text.utf8.count
+        guard missing > 0 else { return text }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let start = Int(hash % UInt64(padding.count / 2))
+        let count = min(missing, padding.count - start)
+        return text + String(decoding: padding[start..<start + count], as: UTF8.self)
     }
+
+    /// 64 KiB of letters and digits from a fixed linear congruential sequence, sliced by ``marker``
+    /// (computed once: building every secret character by character is slow in debug builds).
+    static let padding: [UInt8] = {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        return (0..<65_536).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return alphabet[Int((state >> 33) % UInt64(alphabet.count))]
+        }
+    }()
 }
