@@ -22,7 +22,8 @@ import Darwin
 ///   change (a queue of writers that keeps changing it is progress, not a stuck holder).
 /// - **Atomic replacement.** ``replace(with:)`` writes a temporary file (mode 0600) in the same
 ///   directory, `fsync`s it, renames it over the target and `fsync`s the directory: a reader (which
-///   needs no lock) sees the old or the new content, never a mix, also after a crash.
+///   needs no lock) sees the old or the new content, never a mix, also after a crash. The temporary
+///   file of a writer that died before its rename is removed by the next ``withExclusiveLock(_:)``.
 /// - **Files.** Missing directories are created with mode 0700, the file and lock file with 0600.
 ///
 /// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, the reason and
@@ -220,7 +221,25 @@ public struct LockedFile: Sendable {
             pause = min(pause * 2, Self.longestPause)
         }
         locked = true
+        removeAbandonedTemporaryFiles()
         return try body()
+    }
+
+    /// Removes the temporary files of ``replace(with:)`` that writers left when they died before
+    /// renaming them (`.<name>.tmp-<pid>-<random>` whose process no longer exists): they would pile
+    /// up, each a full copy of the cache, tokens included, that signing out does not remove. Called
+    /// with the lock held, so no writer that locks is in the middle of one; a file of a live process
+    /// (this one included) is left alone. Best effort: failures are ignored.
+    private func removeAbandonedTemporaryFiles() {
+        let prefix = "." + (path as NSString).lastPathComponent + ".tmp-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directoryPath)) ?? []
+        for name in names where name.hasPrefix(prefix) {
+            guard let owner = name.dropFirst(prefix.count).split(separator: "-").first.flatMap({ pid_t($0) }),
+                  owner > 0, owner != getpid(),
+                  kill(owner, 0) != 0, errno == ESRCH
+            else { continue }
+            unlink(directoryPath + "/" + name)
+        }
     }
 
     /// The longest pause between two attempts of a waiter, in microseconds (the pause is jittered

@@ -8,8 +8,9 @@ extension ProcessTests {
     /// Kill rounds per backend: `MSAL_CRASH_ROUNDS`, default 100.
     static let crashRounds = environmentInteger("MSAL_CRASH_ROUNDS", default: 100)
     /// The kill delays are drawn uniformly from 0 to this many milliseconds after the writer starts:
-    /// `MSAL_CRASH_MAX_DELAY_MS`, default 400 (a debug worker needs some 20–60 ms to open a store,
-    /// so some kills land before the first write, most inside one).
+    /// `MSAL_CRASH_MAX_DELAY_MS`, default 400; one round in five draws from 0 to 50 ms instead, where
+    /// a debug worker is still starting or opening the store. So some kills land before the first
+    /// write, most inside one.
     static let crashMaximumDelay = environmentInteger("MSAL_CRASH_MAX_DELAY_MS", default: 400)
     /// The shape of each generation: 20 units of five entries with 2 KiB secrets, a change of
     /// some 200 KiB, so that a write takes long enough for many kills to land inside it.
@@ -35,9 +36,10 @@ extension ProcessTests {
 
         var generation = 0  // the generation the store holds, checked after every round
         var killedBeforeFirstWrite = 0, killedInsideWrite = 0, killedBetweenWrites = 0
-        var committedButUnreported = 0, mostTemporaryFiles = 0, commits = 0
+        var committedButUnreported = 0, mostTemporaryFiles = 0, commits = 0, killedMidReplace = 0
         for round in 1...Self.crashRounds {
-            let delay = Int.random(in: 0...Self.crashMaximumDelay, using: &random)
+            let early = Int.random(in: 0..<5, using: &random) == 0
+            let delay = Int.random(in: 0...(early ? 50 : Self.crashMaximumDelay), using: &random)
             let writer = try WorkerProcess(
                 ["crash-writer", "--backend", backend.rawValue] + options.arguments
                     + ["--from", String(generation), "--units", String(Self.crashShape.units),
@@ -74,7 +76,10 @@ extension ProcessTests {
                 "round \(round) (seed \(seed), delay \(delay) ms): the store holds generation \(found); the writer last reported \(committed) and began \(begun.map(String.init) ?? "none")")
             if found == committed + 1 { committedButUnreported += 1 }
             generation = found
-            mostTemporaryFiles = max(mostTemporaryFiles, backend.temporaryFiles(options).count)
+            // A temporary file of this writer: it was killed after writing it and before renaming it.
+            let temporaryFiles = backend.temporaryFiles(options)
+            if temporaryFiles.contains(where: { $0.contains(".tmp-\(writer.processIdentifier)-") }) { killedMidReplace += 1 }
+            mostTemporaryFiles = max(mostTemporaryFiles, temporaryFiles.count)
         }
 
         // Still usable: a writer that is not killed takes the lock, writes the next generation and ends.
@@ -93,9 +98,15 @@ extension ProcessTests {
         print("""
             crash[\(backend)]: \(Self.crashRounds) kills in \(format(ContinuousClock.now - started)) (seed \(seed)): \
             \(killedBeforeFirstWrite) before the first write, \(killedInsideWrite) inside a write, \(killedBetweenWrites) between writes; \
-            \(commits) writes committed, \(committedButUnreported) kills after a commit and before its report; \
+            \(commits) writes committed, \(committedButUnreported) kills after a commit and before its report, \
+            \(killedInsideWrite - committedButUnreported) inside a write that was rolled back \
+            (\(killedMidReplace) of them left a temporary file: killed between writing and renaming it); \
             at most \(mostTemporaryFiles) temporary files beside the store, \(leftovers.count) after a clean write
             """)
+        // A killed writer's temporary file is removed by the next writer that takes the lock, so at
+        // most the last one is ever there, and none after a clean write.
+        #expect(mostTemporaryFiles <= 1, "temporary files of killed writers pile up: \(mostTemporaryFiles)")
+        #expect(leftovers.isEmpty, "temporary files left after a clean write: \(leftovers)")
         // The kills covered both sides: inside writes, and outside them (starting up or between writes).
         #expect(killedInsideWrite > 0, "no kill landed inside a write; raise MSAL_CRASH_UNITS or lower MSAL_CRASH_MAX_DELAY_MS")
         #expect(killedBeforeFirstWrite + killedBetweenWrites > 0, "every kill landed inside a write")
