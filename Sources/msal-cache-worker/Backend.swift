@@ -7,11 +7,12 @@ internal import CSQLite
 
 /// The persistent token cache backends the process tests run against.
 ///
-/// Adding one (the Secret Service keyring, `KeyringTokenCacheStore`) is one case here and one
-/// dependency of this target: its ``makeStore(_:)`` uses `path` as the lock directory,
-/// ``isolatesByPath`` is `false` (the keyring is shared, so tests give each run its own access
-/// groups), ``lockFilePath(_:)`` is `<path>/keyring.<group>.lock`, it leaves no temporary files,
-/// and ``integrityProblem(_:)`` reads the store.
+/// Adding one (the Secret Service keyring, `KeyringTokenCacheStore`) is one case here, its arm in
+/// each switch, and one dependency of this target: its ``makeStore(_:)`` uses `path` as the lock
+/// directory, ``isolatesByPath`` is `false` (the keyring is shared, so tests give each run access
+/// groups of its own and empty them with ``removeAllEntries(_:)`` when done), ``lockFilePath(_:)``
+/// is the keyring store's lock file in that directory, it leaves no temporary files, and
+/// ``integrityProblem(_:)`` reads the store. The tests run every case of ``allCases``.
 enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     case sqlite
     case json
@@ -46,16 +47,20 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     func makeStore(_ options: StoreOptions) throws(MSALError) -> any TokenCacheStore {
         switch self {
         case .sqlite:
-            return try SQLiteTokenCacheStore(path: options.path, accessGroup: options.accessGroup, busyTimeout: options.lockTimeout)
+            guard let timeout = options.lockTimeout else { return try SQLiteTokenCacheStore(path: options.path, accessGroup: options.accessGroup) }
+            return try SQLiteTokenCacheStore(path: options.path, accessGroup: options.accessGroup, busyTimeout: timeout)
         case .json:
-            return try JSONFileTokenCacheStore(path: options.path, accessGroup: options.accessGroup, lockTimeout: options.lockTimeout)
+            guard let timeout = options.lockTimeout else { return try JSONFileTokenCacheStore(path: options.path, accessGroup: options.accessGroup) }
+            return try JSONFileTokenCacheStore(path: options.path, accessGroup: options.accessGroup, lockTimeout: timeout)
         case .encryptedFile:
             guard let keyFile = options.keyFile else {
                 throw .internal(.invalidParameter, "--key-file is required for the encrypted-file backend")
             }
+            guard let timeout = options.lockTimeout else {
+                return try EncryptedFileTokenCacheStore(path: options.path, keySource: .keyFile(path: keyFile), accessGroup: options.accessGroup)
+            }
             return try EncryptedFileTokenCacheStore(
-                path: options.path, keySource: .keyFile(path: keyFile), accessGroup: options.accessGroup,
-                lockTimeout: options.lockTimeout)
+                path: options.path, keySource: .keyFile(path: keyFile), accessGroup: options.accessGroup, lockTimeout: timeout)
         }
     }
 
@@ -76,6 +81,18 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         let name = (options.path as NSString).lastPathComponent
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
         return names.filter { $0.hasPrefix("." + name + ".tmp-") }.sorted()
+    }
+
+    /// Removes every entry of the store's access group: how tests clean up a backend that does not
+    /// isolate by path (on the others, removing the test directory is enough).
+    /// - Throws: ``MSALError`` as the store does.
+    func removeAllEntries(_ options: StoreOptions) throws(MSALError) {
+        let store = try makeStore(options)
+        let contents = try store.readAll()
+        let removals = CacheEntryKind.allCases.flatMap { kind in
+            contents.entries(of: kind).map { CacheEntryRemoval(kind: kind, key: $0.key) }
+        }
+        try store.apply(TokenCacheChange(removals: removals))
     }
 
     /// Checks the store's storage below the ``TokenCacheStore`` API: SQLite's
@@ -101,12 +118,14 @@ struct StoreOptions: Sendable, Hashable {
     var path: String
     var keyFile: String?
     var accessGroup: String = TokenCacheAccessGroup.default
-    /// Seconds a writer waits for the lock (SQLite's busy timeout, the file stores' lock timeout).
-    var lockTimeout: TimeInterval = 10
+    /// Seconds a writer waits for the lock (SQLite's busy timeout, the file stores' lock timeout);
+    /// `nil` for the backend's default, which the tests use unless they test the timeout itself.
+    var lockTimeout: TimeInterval?
 
     /// The command-line arguments that give a worker these options, after `--backend <backend>`.
     var arguments: [String] {
-        var arguments = ["--path", path, "--access-group", accessGroup, "--lock-timeout", String(lockTimeout)]
+        var arguments = ["--path", path, "--access-group", accessGroup]
+        if let lockTimeout { arguments += ["--lock-timeout", String(lockTimeout)] }
         if let keyFile { arguments += ["--key-file", keyFile] }
         return arguments
     }

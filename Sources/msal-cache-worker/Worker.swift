@@ -17,7 +17,7 @@
 //   msal-cache-worker check --backend B <store>
 //       Opens the store, reads it and checks its storage; prints "ok <entries>".
 //
-//   <store>: --path P [--key-file K] [--access-group G] [--lock-timeout SECONDS]
+//   <store>: --path P [--key-file K] [--access-group G] [--lock-timeout SECONDS (default: the backend's)]
 //   B: sqlite | json | encrypted-file
 //
 // Exit status 0 on success, 1 when the store fails (one line on stderr with the error's code and
@@ -96,7 +96,8 @@ enum Worker {
             do {
                 try store.apply(TokenCacheChange(upserts: [Fixtures.workerEntry(worker: worker, index: index)]))
             } catch {
-                throw MSALError.internal(.cacheError, "worker \(worker), write \(index): \(error.message)")
+                let waited = Int(Date().timeIntervalSince(before) * 1000)
+                throw MSALError.internal(.cacheError, "worker \(worker), write \(index), failed after \(waited) ms: \(error.message)")
             }
             slowest = max(slowest, Date().timeIntervalSince(before))
         }

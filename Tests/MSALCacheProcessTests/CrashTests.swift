@@ -26,9 +26,8 @@ extension ProcessTests {
     func killedWriters(backend: Backend) async throws {
         try WorkerBinary.require()
         let directory = try TemporaryDirectory()
-        let options = backend.isolatesByPath
-            ? backend.options(directory: directory.path)
-            : backend.options(directory: directory.path, accessGroup: "com.contoso.process-tests.\(UUID().uuidString)")
+        let options = backend.testOptions(directory: directory)[0]
+        defer { backend.cleanUp([options]) }
         let seed = Self.crashSeed()
         var random = SeededGenerator(seed: seed)
         print("crash[\(backend)]: seed \(seed) (MSAL_CRASH_SEED=\(seed) repeats the kill delays), \(Self.crashRounds) rounds")

@@ -26,14 +26,13 @@ extension ProcessTests {
         try WorkerBinary.require()
         let directory = try TemporaryDirectory()
         // Even workers write the default group, odd ones another: both partitions under contention.
-        let groups = backend.isolatesByPath
-            ? [TokenCacheAccessGroup.default, "com.contoso.process-tests"]
-            : ["com.contoso.process-tests.\(UUID().uuidString).even", "com.contoso.process-tests.\(UUID().uuidString).odd"]
+        let groups = backend.testOptions(directory: directory, groups: 2)
+        defer { backend.cleanUp(groups) }
         let started = ContinuousClock.now
         var workers: [WorkerProcess] = []
         defer { for worker in workers where worker.exitStatus == nil { worker.kill() } }
         for worker in 0..<Self.workers {
-            let options = backend.options(directory: directory.path, accessGroup: groups[worker % 2])
+            let options = groups[worker % 2]
             workers.append(try WorkerProcess(
                 ["write", "--backend", backend.rawValue] + options.arguments
                     + ["--worker", String(worker), "--count", String(Self.writesPerWorker), "--wait-for-go"],
@@ -57,8 +56,8 @@ extension ProcessTests {
         let writing = ContinuousClock.now - go
 
         // Every write is present exactly as written, in its own group, and nothing else is.
-        for (parity, group) in groups.enumerated() {
-            let options = backend.options(directory: directory.path, accessGroup: group)
+        for (parity, options) in groups.enumerated() {
+            let group = options.accessGroup
             let contents = try backend.makeStore(options).readAll()
             let expected = stride(from: parity, to: Self.workers, by: 2).flatMap { worker in
                 (0..<Self.writesPerWorker).map { Fixtures.workerEntry(worker: worker, index: $0) }
@@ -70,7 +69,7 @@ extension ProcessTests {
             #expect(missing.count == 0, "\(backend) lost \(missing.count) writes, e.g. \(missing.prefix(5).map(\.key))")
             #expect(different.count == 0, "\(backend) garbled \(different.count) entries, e.g. \(different.prefix(5).map(\.key))")
         }
-        let options = backend.options(directory: directory.path)
+        let options = groups[0]
         #expect(backend.integrityProblem(options) == nil, "\(backend): \(backend.integrityProblem(options) ?? "")")
         #expect(backend.temporaryFiles(options).isEmpty, "\(backend) left temporary files: \(backend.temporaryFiles(options))")
         print("many-writers[\(backend)]: \(Self.workers) processes × \(Self.writesPerWorker) writes: \(format(writing)) writing, slowest single write \(slowestApply) ms, \(format(ContinuousClock.now - started)) in all")

@@ -9,10 +9,9 @@ extension ProcessTests {
     func noStaleLock(backend: Backend) async throws {
         try WorkerBinary.require()
         let directory = try TemporaryDirectory()
-        var options = backend.isolatesByPath
-            ? backend.options(directory: directory.path)
-            : backend.options(directory: directory.path, accessGroup: "com.contoso.process-tests.\(UUID().uuidString)")
-        func writer(_ worker: Int, count: Int, lockTimeout: TimeInterval) throws -> WorkerProcess {
+        var options = backend.testOptions(directory: directory)[0]
+        defer { backend.cleanUp([options]) }
+        func writer(_ worker: Int, count: Int, lockTimeout: TimeInterval?) throws -> WorkerProcess {
             options.lockTimeout = lockTimeout
             return try WorkerProcess(
                 ["write", "--backend", backend.rawValue] + options.arguments + ["--worker", String(worker), "--count", String(count)],
@@ -20,7 +19,7 @@ extension ProcessTests {
         }
 
         // A store with one entry, then a process that holds its writers' lock.
-        let first = try writer(0, count: 1, lockTimeout: 10)
+        let first = try writer(0, count: 1, lockTimeout: nil)
         #expect(try await first.wait() == 0, "\(first.summary)")
         let holder = try WorkerProcess(["hold-lock", "--backend", backend.rawValue] + options.arguments, directory: directory.path, name: "holder")
         defer { if holder.exitStatus == nil { holder.kill() } }

@@ -1,6 +1,8 @@
 import Foundation
+import MSALCache
 import Synchronization
 import Testing
+@testable import msal_cache_worker
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -66,8 +68,8 @@ final class WorkerProcess: Sendable {
         process.executableURL = URL(fileURLWithPath: WorkerBinary.path)
         process.arguments = arguments
         process.standardInput = input
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
         let status = status
         process.terminationHandler = { process in
             // A killed worker reports the signal: 128 + signal, as a shell would.
@@ -152,4 +154,26 @@ struct SeededGenerator: RandomNumberGenerator {
 /// An integer from the environment, or `fallback`.
 func environmentInteger(_ name: String, default fallback: Int) -> Int {
     ProcessInfo.processInfo.environment[name].flatMap { Int($0) } ?? fallback
+}
+
+extension Backend {
+    /// Options for a fresh store in `directory` in `count` access groups: where paths keep stores
+    /// apart, the default group first and then others; on a shared backend (the keyring), groups
+    /// of this run's own, so runs never meet.
+    func testOptions(directory: TemporaryDirectory, groups count: Int = 1) -> [StoreOptions] {
+        let run = UUID().uuidString.lowercased()
+        return (0..<count).map { index in
+            let group = isolatesByPath
+                ? (index == 0 ? TokenCacheAccessGroup.default : "com.contoso.process-tests-\(index)")
+                : "com.contoso.process-tests.\(run).\(index)"
+            return options(directory: directory.path, accessGroup: group)
+        }
+    }
+
+    /// Empties the groups of `options` on a shared backend; nothing to do where the test directory
+    /// holds the whole store.
+    func cleanUp(_ options: [StoreOptions]) {
+        guard !isolatesByPath else { return }
+        for options in options { try? removeAllEntries(options) }
+    }
 }
