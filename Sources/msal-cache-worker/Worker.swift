@@ -5,7 +5,8 @@
 //   msal-cache-worker write --backend B <store> --worker N --count C [--wait-for-go]
 //       Opens the store, prints "ready"; with --wait-for-go waits for the line "go" on stdin (so
 //       many workers start writing together); then applies C changes of one entry each
-//       (Fixtures.workerEntry) and prints "done N C <slowest apply ms> <total ms>".
+//       (Fixtures.workerEntry) and prints "done N C <slowest apply ms> <total ms> <first> <last>",
+//       the last two the wall-clock times (ms since 1970) its first and last writes returned.
 //   msal-cache-worker crash-writer --backend B <store> --from G [--units U] [--secret-bytes S]
 //                                  [--generations N]
 //       Opens the store (which must hold generation G), prints "ready", then for k = G+1, G+2, …
@@ -91,6 +92,7 @@ enum Worker {
         }
         let start = Date()
         var slowest: TimeInterval = 0
+        var first: Date?
         for index in 0..<count {
             let before = Date()
             do {
@@ -99,9 +101,13 @@ enum Worker {
                 let waited = Int(Date().timeIntervalSince(before) * 1000)
                 throw MSALError.internal(.cacheError, "worker \(worker), write \(index), failed after \(waited) ms: \(error.message)")
             }
-            slowest = max(slowest, Date().timeIntervalSince(before))
+            let now = Date()
+            slowest = max(slowest, now.timeIntervalSince(before))
+            if first == nil { first = now }
         }
-        emit("done \(worker) \(count) \(Int(slowest * 1000)) \(Int(Date().timeIntervalSince(start) * 1000))")
+        let end = Date()
+        func milliseconds(_ date: Date) -> Int { Int(date.timeIntervalSince1970 * 1000) }
+        emit("done \(worker) \(count) \(Int(slowest * 1000)) \(Int(end.timeIntervalSince(start) * 1000)) \(milliseconds(first ?? end)) \(milliseconds(end))")
     }
 
     /// `crash-writer`: generation after generation, until killed or `generations` are written.

@@ -64,6 +64,10 @@ extension ProcessTests {
                 Issue.record("round \(round) (seed \(seed), delay \(delay) ms): the store does not open after the kill: \(error)")
                 return
             }
+            if let problem = backend.integrityProblem(options) {
+                Issue.record("round \(round) (seed \(seed), delay \(delay) ms): \(problem)")
+                return
+            }
             let state = Fixtures.generationState(of: contents, shape: Self.crashShape)
             guard case .complete(let found) = state else {
                 Issue.record("round \(round) (seed \(seed), delay \(delay) ms, last committed \(committed)): \(state)")

@@ -46,12 +46,17 @@ extension ProcessTests {
         let go = ContinuousClock.now
         for worker in workers { worker.send("go") }
         var slowestApply = 0
+        var firstWrites: [Int] = [], lastWrites: [Int] = []
         for (index, worker) in workers.enumerated() {
             let status = try await worker.wait()
             #expect(status == 0, "\(worker.summary)")
             let done = worker.lines.first { $0.hasPrefix("done ") }?.split(separator: " ") ?? []
-            #expect(done.count == 5 && done[1] == "\(index)" && done[2] == "\(Self.writesPerWorker)", "worker \(index) printed \(worker.lines)")
-            if done.count == 5 { slowestApply = max(slowestApply, Int(done[3]) ?? 0) }
+            #expect(done.count == 7 && done[1] == "\(index)" && done[2] == "\(Self.writesPerWorker)", "worker \(index) printed \(worker.lines)")
+            if done.count == 7 {
+                slowestApply = max(slowestApply, Int(done[3]) ?? 0)
+                firstWrites.append(Int(done[5]) ?? 0)
+                lastWrites.append(Int(done[6]) ?? 0)
+            }
         }
         let writing = ContinuousClock.now - go
 
@@ -72,7 +77,14 @@ extension ProcessTests {
         let options = groups[0]
         #expect(backend.integrityProblem(options) == nil, "\(backend): \(backend.integrityProblem(options) ?? "")")
         #expect(backend.temporaryFiles(options).isEmpty, "\(backend) left temporary files: \(backend.temporaryFiles(options))")
-        print("many-writers[\(backend)]: \(Self.workers) processes × \(Self.writesPerWorker) writes: \(format(writing)) writing, slowest single write \(slowestApply) ms, \(format(ContinuousClock.now - started)) in all")
+        // How much the writers interleaved: how many had finished before the last one's first write.
+        let lastStart = firstWrites.max() ?? 0
+        let finishedBeforeLastStart = lastWrites.filter { $0 < lastStart }.count
+        print("""
+            many-writers[\(backend)]: \(Self.workers) processes × \(Self.writesPerWorker) writes: \(format(writing)) writing, \
+            slowest single write \(slowestApply) ms, \(finishedBeforeLastStart) workers had finished before the last one's first write, \
+            \(format(ContinuousClock.now - started)) in all
+            """)
     }
 }
 
