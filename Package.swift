@@ -54,6 +54,11 @@ let package = Package(
             name: "msal",
             dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALTestSupport"]
         ),
+        // Test tooling, not a product: the worker processes of MSALCacheProcessTests.
+        .executableTarget(
+            name: "msal-cache-worker",
+            dependencies: ["MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "CSQLite"]
+        ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
         .testTarget(
@@ -72,6 +77,12 @@ let package = Package(
         .testTarget(
             name: "MSALCacheKeyringTests",
             dependencies: ["MSALCacheKeyring", "MSALTestSupport"]
+        ),
+        .testTarget(
+            name: "MSALCacheProcessTests",
+            // The worker is a dependency so the tests share its fixtures and backend list
+            // (@testable import) and SwiftPM builds it before them.
+            dependencies: ["msal-cache-worker", "MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring"]
         ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(
