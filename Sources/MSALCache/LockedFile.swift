@@ -193,36 +193,60 @@ public struct LockedFile: Sendable {
             close(descriptor)  // closing releases the lock
             if locked { Self.noteRelease(of: lockPath) }
         }
-        var deadline = Date().addingTimeInterval(lockTimeout)
-        var seen = try? status()
-        Self.leaveTurnToWaiters(of: lockPath)
-        // Short, jittered pauses: waiters that back off to long sleeps lose every hand-off to
-        // the ones that woke last, and starve under many writers (16 processes on one file).
+        try Self.waitForExclusiveLock(
+            on: descriptor, lockPath: lockPath, timeout: lockTimeout, progress: { try? self.status() },
+            stayedLocked: "The token cache '\(path)' stayed locked by another thread or process, with no change to it, for more than \(String(format: "%g", lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
+        locked = true
+        removeAbandonedTemporaryFiles()
+        return try body()
+    }
+
+    /// Takes `flock(LOCK_EX)` on `descriptor`, an open file description of `lockPath`, fairly among
+    /// many writers: short jittered polls (waiters that back off to long sleeps lose every hand-off
+    /// and starve under 16 processes on one file), and a call that starts right after this process
+    /// released the same lock leaves waiters a turn first. The timeout counts only time in which
+    /// `progress` returned the same value: a queue of writers that keep changing the store is not a
+    /// stuck holder. The caller releases by closing `descriptor`, then calls
+    /// ``noteRelease(ofLockAt:)``. Used by this type and by the keyring store's lock file.
+    /// - Parameters:
+    ///   - progress: a value that changes whenever a holder commits (file status, a counter).
+    ///   - stayedLocked: the message of the timeout error (names the store, never a secret).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` with `stayedLocked` after `timeout` seconds
+    ///   without progress, or when `flock` fails otherwise.
+    public static func waitForExclusiveLock(
+        on descriptor: Int32, lockPath: String, timeout: TimeInterval, progress: () -> AnyHashable?, stayedLocked: @autoclosure () -> String
+    ) throws(MSALError) {
+        var deadline = Date().addingTimeInterval(timeout)
+        var seen = progress()
+        leaveTurnToWaiters(of: lockPath)
         var pause: UInt32 = 100  // microseconds
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
             guard code == EWOULDBLOCK else {
-                throw failure("Cannot lock the token cache file '\(lockPath)'", code, "Check that the file system supports flock.")
-            }
-            if Date() >= deadline {
-                // Other holders changed the file since: the writers are making progress, wait on.
-                let current = try? status()
-                if current != seen {
-                    seen = current
-                    deadline = Date().addingTimeInterval(lockTimeout)
-                    continue
-                }
                 throw .internal(
                     .cacheError,
-                    "The token cache '\(path)' stayed locked by another thread or process, with no change to it, for more than \(String(format: "%g", lockTimeout)) seconds. Try again; if it persists, find the process holding '\(lockPath)'.")
+                    "Cannot lock the token cache lock file '\(lockPath)' (\(String(cString: strerror(code)))). Check that the file system supports flock.")
+            }
+            if Date() >= deadline {
+                // Other holders changed the store since: the writers are making progress, wait on.
+                let current = progress()
+                if current != seen {
+                    seen = current
+                    deadline = Date().addingTimeInterval(timeout)
+                    continue
+                }
+                throw .internal(.cacheError, stayedLocked())
             }
             usleep(pause / 2 + UInt32.random(in: 0...pause))
             pause = min(pause * 2, Self.longestPause)
         }
-        locked = true
-        removeAbandonedTemporaryFiles()
-        return try body()
+    }
+
+    /// Records that this process just released the lock at `lockPath` (see
+    /// ``waitForExclusiveLock(on:lockPath:timeout:progress:stayedLocked:)``).
+    public static func noteRelease(ofLockAt lockPath: String) {
+        noteRelease(of: lockPath)
     }
 
     /// Removes the temporary files of ``replace(with:)`` that writers left when they died before

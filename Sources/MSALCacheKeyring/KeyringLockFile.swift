@@ -107,19 +107,16 @@ struct KeyringLockFile: Sendable {
         guard descriptor >= 0 else {
             throw failure("Cannot open the keyring token cache's lock file '\(path)'", errno, "Check that its directory is writable by this user, or pass another lock directory.")
         }
-        defer { close(descriptor) }  // closing releases the lock
-        // Short, jittered pauses, as LockedFile's: long back-offs starve waiters under many writers.
-        var pause: UInt32 = 100  // microseconds
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            guard code == EWOULDBLOCK else {
-                throw failure("Cannot lock the keyring token cache's lock file '\(path)'", code, "Check that the file system supports flock, or pass another lock directory.")
-            }
-            if Date() >= deadline { throw stayedLocked }
-            usleep(pause / 2 + UInt32.random(in: 0...pause))
-            pause = min(pause * 2, 2_000)
+        var locked = false
+        defer {
+            close(descriptor)  // closing releases the lock
+            if locked { LockedFile.noteRelease(ofLockAt: path) }
         }
+        let path = self.path
+        try LockedFile.waitForExclusiveLock(
+            on: descriptor, lockPath: path, timeout: max(0, deadline.timeIntervalSinceNow),
+            progress: { try? Self.counter(descriptor, path: path) }, stayedLocked: stayedLocked.message)
+        locked = true
         return try body(Holder(descriptor: descriptor, path: path))
     }
 

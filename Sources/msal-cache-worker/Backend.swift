@@ -1,6 +1,7 @@
 import Foundation
 import MSALCache
 import MSALCacheEncryptedFile
+import MSALCacheKeyring
 import MSALCacheSQLite
 import MSALCore
 internal import CSQLite
@@ -17,12 +18,14 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     case sqlite
     case json
     case encryptedFile = "encrypted-file"
+    /// The Secret Service keyring: `path` is the store's lock directory.
+    case keyring
 
     var description: String { rawValue }
 
     /// Whether two stores with different `path`s never share entries. When `false`, tests keep
     /// runs apart with access groups of their own.
-    var isolatesByPath: Bool { true }
+    var isolatesByPath: Bool { self != .keyring }
 
     /// The store's file name in a test directory.
     var defaultFileName: String {
@@ -30,6 +33,7 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         case .sqlite: "cache.sqlite"
         case .json: "msal_token_cache.json"
         case .encryptedFile: "msal_token_cache.bin"
+        case .keyring: "keyring-locks"
         }
     }
 
@@ -61,6 +65,9 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
             }
             return try EncryptedFileTokenCacheStore(
                 path: options.path, keySource: .keyFile(path: keyFile), accessGroup: options.accessGroup, lockTimeout: timeout)
+        case .keyring:
+            return try KeyringTokenCacheStore(
+                accessGroup: options.accessGroup, lockDirectory: options.path, lockTimeout: options.lockTimeout ?? 10)
         }
     }
 
@@ -70,6 +77,7 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         switch self {
         case .sqlite: nil
         case .json, .encryptedFile: options.path + ".lock"
+        case .keyring: options.path + "/keyring." + options.accessGroup + ".lock"
         }
     }
 
@@ -77,6 +85,7 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     /// ``LockedFile`` gives them (`.<name>.tmp-<pid>-<random>`). SQLite's `-wal` and `-shm` files
     /// are part of the store, not leftovers.
     func temporaryFiles(_ options: StoreOptions) -> [String] {
+        if self == .keyring { return [] }  // it writes no files but its lock file
         let directory = (options.path as NSString).deletingLastPathComponent
         let name = (options.path as NSString).lastPathComponent
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
@@ -102,7 +111,7 @@ enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         switch self {
         case .sqlite:
             return SQLiteCheck.integrityProblem(path: options.path)
-        case .json, .encryptedFile:
+        case .json, .encryptedFile, .keyring:
             do {
                 _ = try makeStore(options).readAll()
                 return nil

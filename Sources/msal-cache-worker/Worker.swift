@@ -116,7 +116,10 @@ enum Worker {
         emit("ready")
         var generation = from
         var written = 0
+        let parent = getppid()
         while written < generations {
+            // A test that died before killing its writer must not leave it writing forever.
+            if getppid() != parent { exit(0) }
             let change = Fixtures.change(toGeneration: generation + 1, shape: shape)
             emit("begin \(generation + 1)")
             try store.apply(change)
@@ -138,7 +141,9 @@ enum Worker {
             throw MSALError.internal(.cacheError, problem)
         }
         emit("locked")
-        while true { pause() }
+        // Until killed; or until the test that started it is gone (checked once a second).
+        let parent = getppid()
+        while getppid() == parent { sleep(1) }
     }
 
     /// Writes one line to stdout with one `write(2)`, so it is in the pipe before the program goes on.

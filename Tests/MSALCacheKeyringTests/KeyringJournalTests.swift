@@ -138,13 +138,36 @@ struct Journal {
         let after = try store.changeStamp()
         #expect(after & 1 == 0 && after != stamp)
 
-        // One changed entry among unchanged ones: only its key is journaled and written.
+        // Two changed entries among unchanged ones: only their keys are journaled and written.
         var a2 = Self.a
         a2.secret = "AT-a2"
-        try store.applyInterrupted(TokenCacheChange(upserts: [.accessToken(a2), .accessToken(Self.b)]), at: .afterJournal)
+        let c = Sample.accessToken(home: "c.t", secret: "AT-c")
+        try store.applyInterrupted(TokenCacheChange(upserts: [.accessToken(a2), .accessToken(Self.b), .accessToken(c)]), at: .afterJournal)
         let journal = try #require(try KeyringItems.journals(accessGroup: fixture.accessGroup).first)
-        #expect(journal.images.map(\.itemKey) == [ItemKey(kind: "AccessToken", key: Self.a.key)])
+        #expect(Set(journal.images.map(\.itemKey)) == [ItemKey(kind: "AccessToken", key: Self.a.key), ItemKey(kind: "AccessToken", key: c.key)])
         #expect(try store.readAll() == before)  // undone
+    }
+
+    @Test("A change of one key needs no journal (CreateItem with Replace is atomic), and is still whole after a kill")
+    func singleKeyChangesSkipTheJournal() throws {
+        let fixture = KeyringFixture("single")
+        let store = try fixture.store()
+        try store.apply(Self.initial)
+        var a2 = Self.a
+        a2.secret = "AT-a2"
+        // Stopped right after the point where a journal would have been written: there is none, and
+        // nothing was changed yet, so the store reopens to the state before.
+        try store.applyInterrupted(TokenCacheChange(upserts: [.accessToken(a2)]), at: .afterJournal)
+        #expect(try KeyringItems.journals(accessGroup: fixture.accessGroup).isEmpty)
+        #expect(try fixture.store().readAll().accessTokens[Self.a.key]?.secret == "AT-a")
+        // Stopped after its one item: the state after, with no second item for the key.
+        try store.applyInterrupted(TokenCacheChange(upserts: [.accessToken(a2)]), at: .afterKeys(1))
+        #expect(try KeyringItems.journals(accessGroup: fixture.accessGroup).isEmpty)
+        #expect(try fixture.store().readAll().accessTokens[Self.a.key]?.secret == "AT-a2")
+        #expect(try KeyringItems.paths(accessGroup: fixture.accessGroup, ["kind": "AccessToken", "key": Self.a.key]).count == 1)
+        // A removal of one key: one Delete.
+        try store.applyInterrupted(TokenCacheChange(removals: [CacheEntryRemoval(.accessToken(Self.b))]), at: .afterKeys(1))
+        #expect(try fixture.store().readAll().accessTokens[Self.b.key] == nil)
     }
 
     @Test("The journal round-trips every byte of the items it keeps")

@@ -8,14 +8,22 @@ extension ProcessTests {
     /// Kill rounds per backend: `MSAL_CRASH_ROUNDS`, default 100.
     static let crashRounds = environmentInteger("MSAL_CRASH_ROUNDS", default: 100)
     /// The kill delays are drawn uniformly from 0 to this many milliseconds after the writer starts:
-    /// `MSAL_CRASH_MAX_DELAY_MS`, default 400; one round in five draws from 0 to 50 ms instead, where
-    /// a debug worker is still starting or opening the store. So some kills land before the first
-    /// write, most inside one.
-    static let crashMaximumDelay = environmentInteger("MSAL_CRASH_MAX_DELAY_MS", default: 400)
-    /// The shape of each generation: 20 units of five entries with 2 KiB secrets, a change of
-    /// some 200 KiB, so that a write takes long enough for many kills to land inside it.
-    static let crashShape = Fixtures.GenerationShape(
-        units: environmentInteger("MSAL_CRASH_UNITS", default: 20), secretBytes: environmentInteger("MSAL_CRASH_SECRET_BYTES", default: 2048))
+    /// `MSAL_CRASH_MAX_DELAY_MS`, default 400 (the keyring: 3000, as each of its items is a D-Bus
+    /// call and a rewrite of gnome-keyring's file); one round in five draws from 0 to 50 ms instead,
+    /// where a debug worker is still starting or opening the store. So some kills land before the
+    /// first write, most inside one.
+    static func crashMaximumDelay(_ backend: Backend) -> Int {
+        environmentInteger("MSAL_CRASH_MAX_DELAY_MS", default: backend == .keyring ? 3000 : 400)
+    }
+
+    /// The shape of each generation: 20 units of five entries with 2 KiB secrets, a change of some
+    /// 200 KiB, so that a write takes long enough for many kills to land inside it (the keyring: 2
+    /// units, ten items, which already take long enough).
+    static func crashShape(_ backend: Backend) -> Fixtures.GenerationShape {
+        Fixtures.GenerationShape(
+            units: environmentInteger("MSAL_CRASH_UNITS", default: backend == .keyring ? 2 : 20),
+            secretBytes: environmentInteger("MSAL_CRASH_SECRET_BYTES", default: 2048))
+    }
 
     /// The seed of the kill delays: `MSAL_CRASH_SEED` to repeat a run, else random (printed).
     static func crashSeed() -> UInt64 {
@@ -24,6 +32,7 @@ extension ProcessTests {
 
     @Test("A writer SIGKILLed at random points: the store always opens to the state before or after the interrupted write", arguments: ProcessTests.backends)
     func killedWriters(backend: Backend) async throws {
+        let crashShape = Self.crashShape(backend)
         try WorkerBinary.require()
         let directory = try TemporaryDirectory()
         let options = backend.testOptions(directory: directory)[0]
@@ -38,11 +47,11 @@ extension ProcessTests {
         var committedButUnreported = 0, mostTemporaryFiles = 0, commits = 0, killedMidReplace = 0
         for round in 1...Self.crashRounds {
             let early = Int.random(in: 0..<5, using: &random) == 0
-            let delay = Int.random(in: 0...(early ? 50 : Self.crashMaximumDelay), using: &random)
+            let delay = Int.random(in: 0...(early ? 50 : Self.crashMaximumDelay(backend)), using: &random)
             let writer = try WorkerProcess(
                 ["crash-writer", "--backend", backend.rawValue] + options.arguments
-                    + ["--from", String(generation), "--units", String(Self.crashShape.units),
-                       "--secret-bytes", String(Self.crashShape.secretBytes)],
+                    + ["--from", String(generation), "--units", String(crashShape.units),
+                       "--secret-bytes", String(crashShape.secretBytes)],
                 directory: directory.path, name: "crash-writer")
             try await Task.sleep(for: .milliseconds(delay))
             writer.kill()
@@ -68,7 +77,7 @@ extension ProcessTests {
                 Issue.record("round \(round) (seed \(seed), delay \(delay) ms): \(problem)")
                 return
             }
-            let state = Fixtures.generationState(of: contents, shape: Self.crashShape)
+            let state = Fixtures.generationState(of: contents, shape: crashShape)
             guard case .complete(let found) = state else {
                 Issue.record("round \(round) (seed \(seed), delay \(delay) ms, last committed \(committed)): \(state)")
                 return
@@ -88,12 +97,12 @@ extension ProcessTests {
         // Still usable: a writer that is not killed takes the lock, writes the next generation and ends.
         let finisher = try WorkerProcess(
             ["crash-writer", "--backend", backend.rawValue] + options.arguments
-                + ["--from", String(generation), "--units", String(Self.crashShape.units),
-                   "--secret-bytes", String(Self.crashShape.secretBytes), "--generations", "1"],
+                + ["--from", String(generation), "--units", String(crashShape.units),
+                   "--secret-bytes", String(crashShape.secretBytes), "--generations", "1"],
             directory: directory.path, name: "finisher")
         let status = try await finisher.wait()
         #expect(status == 0, "\(finisher.summary)")
-        let final = Fixtures.generationState(of: try backend.makeStore(options).readAll(), shape: Self.crashShape)
+        let final = Fixtures.generationState(of: try backend.makeStore(options).readAll(), shape: crashShape)
         #expect(final == .complete(generation + 1), "after the last round: \(final)")
         #expect(backend.integrityProblem(options) == nil, "\(backend.integrityProblem(options) ?? "")")
         let leftovers = backend.temporaryFiles(options)
