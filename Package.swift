@@ -82,7 +82,7 @@ let package = Package(
             name: "MSALCacheProcessTests",
             // The worker is a dependency so the tests share its fixtures and backend list
             // (@testable import) and SwiftPM builds it before them.
-            dependencies: ["msal-cache-worker", "MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring"]
+            dependencies: ["msal-cache-worker", "MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "MSALTestSupport"]
         ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(

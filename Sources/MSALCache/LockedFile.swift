@@ -202,12 +202,13 @@ public struct LockedFile: Sendable {
     }
 
     /// Takes `flock(LOCK_EX)` on `descriptor`, an open file description of `lockPath`, fairly among
-    /// many writers: short jittered polls (waiters that back off to long sleeps lose every hand-off
-    /// and starve under 16 processes on one file), and a call that starts right after this process
-    /// released the same lock leaves waiters a turn first. The timeout counts only time in which
-    /// `progress` returned the same value: a queue of writers that keep changing the store is not a
-    /// stuck holder. The caller releases by closing `descriptor`, then calls
-    /// ``noteRelease(ofLockAt:)``. Used by this type and by the keyring store's lock file.
+    /// many writers. A contended wait blocks in the kernel on a helper thread (waiters burn no CPU,
+    /// which on a busy machine would starve the holder), and a call that starts right after this
+    /// process released the same lock leaves waiters a turn first (the kernel wakes them at once).
+    /// The timeout counts only time in which `progress` returned the same value: a queue of writers
+    /// that keep changing the store is not a stuck holder. The caller releases by closing
+    /// `descriptor`, then calls ``noteRelease(ofLockAt:)``. Used by this type and by the keyring
+    /// store's lock file.
     /// - Parameters:
     ///   - progress: a value that changes whenever a holder commits (file status, a counter).
     ///   - stayedLocked: the message of the timeout error (names the store, never a secret).
@@ -216,31 +217,45 @@ public struct LockedFile: Sendable {
     public static func waitForExclusiveLock(
         on descriptor: Int32, lockPath: String, timeout: TimeInterval, progress: () -> AnyHashable?, stayedLocked: @autoclosure () -> String
     ) throws(MSALError) {
+        leaveTurnToWaiters(of: lockPath)
+        var code: Int32 = 0
+        repeat {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return }
+            code = errno
+        } while code == EINTR
+        guard code == EWOULDBLOCK else { throw flockFailure(lockPath, code) }
+
+        // Contended: block in the kernel on a helper thread, through a duplicate of the descriptor
+        // (the same open file description, so the lock it gets is the caller's). When the wait is
+        // given up, the helper closes its duplicate once it gets the lock, which then goes away
+        // with the caller's descriptor.
+        let waiter = BlockingLockWait(descriptor: fcntl(descriptor, F_DUPFD_CLOEXEC, 0))
+        guard waiter.descriptor >= 0 else { throw flockFailure(lockPath, errno) }
+        waiter.start()
         var deadline = Date().addingTimeInterval(timeout)
         var seen = progress()
-        leaveTurnToWaiters(of: lockPath)
-        var pause: UInt32 = 100  // microseconds
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            guard code == EWOULDBLOCK else {
-                throw .internal(
-                    .cacheError,
-                    "Cannot lock the token cache lock file '\(lockPath)' (\(String(cString: strerror(code)))). Check that the file system supports flock.")
+        while true {
+            if let outcome = waiter.wait(seconds: min(0.1, max(0.001, deadline.timeIntervalSinceNow))) {
+                if outcome == 0 { return }
+                throw flockFailure(lockPath, outcome)
             }
-            if Date() >= deadline {
-                // Other holders changed the store since: the writers are making progress, wait on.
-                let current = progress()
-                if current != seen {
-                    seen = current
-                    deadline = Date().addingTimeInterval(timeout)
-                    continue
-                }
-                throw .internal(.cacheError, stayedLocked())
+            guard Date() >= deadline else { continue }
+            // Other holders changed the store since: the writers are making progress, wait on.
+            let current = progress()
+            if current != seen {
+                seen = current
+                deadline = Date().addingTimeInterval(timeout)
+                continue
             }
-            usleep(pause / 2 + UInt32.random(in: 0...pause))
-            pause = min(pause * 2, Self.longestPause)
+            if waiter.abandon() { throw .internal(.cacheError, stayedLocked()) }
+            // The lock came in just now.
         }
+    }
+
+    private static func flockFailure(_ lockPath: String, _ code: Int32) -> MSALError {
+        .internal(
+            .cacheError,
+            "Cannot lock the token cache lock file '\(lockPath)' (\(String(cString: strerror(code)))). Check that the file system supports flock.")
     }
 
     /// Records that this process just released the lock at `lockPath` (see
@@ -266,14 +281,10 @@ public struct LockedFile: Sendable {
         }
     }
 
-    /// The longest pause between two attempts of a waiter, in microseconds (the pause is jittered
-    /// between half and one and a half times this).
-    private static let longestPause: UInt32 = 1_000
-
     /// How long the lock stays free for waiters after this process released it before a new call of
-    /// this process tries to take it again: twice a waiter's longest sleep (1.5 × ``longestPause``),
-    /// so every waiter polls at least once in it.
-    private static let turnForWaiters: Duration = .microseconds(3 * Int(longestPause))
+    /// this process tries to take it again. Waiters block in the kernel, which wakes them at the
+    /// release; this is time for one of them to be scheduled and take it.
+    private static let turnForWaiters: Duration = .milliseconds(2)
 
     /// When this process last released each lock file (by path).
     private static let releases = Mutex<[String: ContinuousClock.Instant]>([:])
@@ -360,4 +371,46 @@ private func posixRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, 
 /// `write(2)`, callable where a method shadows it.
 private func posixWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
     write(descriptor, buffer, count)
+}
+
+/// One blocking `flock(LOCK_EX)` on a thread of its own, which the caller waits for with a timeout
+/// and may give up on.
+private final class BlockingLockWait: @unchecked Sendable {
+    /// A duplicate of the caller's descriptor; closed by the helper thread when it is done.
+    let descriptor: Int32
+    private let done = DispatchSemaphore(value: 0)
+    /// `nil` while waiting; then 0 (locked) or the `errno` of the failure.
+    private let state = Mutex<(outcome: Int32?, abandoned: Bool)>((nil, false))
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    func start() {
+        Thread.detachNewThread { [self] in
+            var result: Int32
+            repeat {
+                result = flock(descriptor, LOCK_EX) == 0 ? 0 : errno
+            } while result == EINTR
+            close(descriptor)  // the lock stays with the caller's descriptor (same description)
+            state.withLock { $0.outcome = result }
+            done.signal()
+        }
+    }
+
+    /// Waits up to `seconds`. - Returns: the outcome, or `nil` when still waiting.
+    func wait(seconds: Double) -> Int32? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return state.withLock { $0.outcome }
+    }
+
+    /// Gives the wait up unless it already ended. - Returns: whether it was given up (the lock, if
+    /// the helper gets it later, is released when the caller closes its descriptor).
+    func abandon() -> Bool {
+        state.withLock { state in
+            if state.outcome != nil { return false }
+            state.abandoned = true
+            return true
+        }
+    }
 }

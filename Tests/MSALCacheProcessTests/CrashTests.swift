@@ -1,6 +1,7 @@
 import Foundation
 import MSALCache
 import MSALCore
+import MSALTestSupport
 import Testing
 @testable import msal_cache_worker
 
@@ -38,7 +39,7 @@ extension ProcessTests {
         let options = backend.testOptions(directory: directory)[0]
         defer { backend.cleanUp([options]) }
         let seed = Self.crashSeed()
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         print("crash[\(backend)]: seed \(seed) (MSAL_CRASH_SEED=\(seed) repeats the kill delays), \(Self.crashRounds) rounds")
         let started = ContinuousClock.now
 

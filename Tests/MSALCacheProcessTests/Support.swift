@@ -1,5 +1,6 @@
 import Foundation
 import MSALCache
+import MSALTestSupport
 import Synchronization
 import Testing
 @testable import msal_cache_worker
@@ -133,21 +134,6 @@ final class WorkerProcess: Sendable {
     /// One line describing the worker's arguments, status and stderr, for failure messages.
     var summary: String {
         "msal-cache-worker \(arguments.joined(separator: " ")): status \(exitStatus.map(String.init) ?? "running"), stderr: \(errorOutput.trimmingCharacters(in: .whitespacesAndNewlines))"
-    }
-}
-
-/// SplitMix64: a small seeded generator, so a failing run of random kill delays can be repeated.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 
