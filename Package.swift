@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "MSALCache", targets: ["MSALCache"]),
         .library(name: "MSALCacheSQLite", targets: ["MSALCacheSQLite"]),
         .library(name: "MSALCacheEncryptedFile", targets: ["MSALCacheEncryptedFile"]),
+        .library(name: "MSALCacheKeyring", targets: ["MSALCacheKeyring"]),
         .library(name: "MSALWebAuth", targets: ["MSALWebAuth"]),
         .library(name: "MSAL", targets: ["MSAL"]),
         .library(name: "MSALTestSupport", targets: ["MSALTestSupport"]),
@@ -22,6 +23,11 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .systemLibrary(
+            name: "CLibsecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev"])]
+        ),
+        .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
@@ -31,11 +37,13 @@ let package = Package(
         .target(name: "MSALCache", dependencies: ["MSALCore"]),
         .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
         .target(name: "MSALCacheEncryptedFile", dependencies: ["MSALCache", "COpenSSL"]),
+        .target(name: "MSALCacheKeyring", dependencies: ["MSALCache", "CLibsecret"]),
         .target(name: "MSALWebAuth", dependencies: ["MSALCore", "MSALNetwork", "COpenSSL"]),
         .target(
             name: "MSAL",
             dependencies: [
-                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALWebAuth",
+                "MSALCore", "MSALNetwork", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring",
+                "MSALWebAuth",
             ]
         ),
         .target(
@@ -45,6 +53,11 @@ let package = Package(
         .executableTarget(
             name: "msal",
             dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALTestSupport"]
+        ),
+        // Test tooling, not a product: the worker processes of MSALCacheProcessTests.
+        .executableTarget(
+            name: "msal-cache-worker",
+            dependencies: ["MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "CSQLite"]
         ),
         .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
@@ -61,10 +74,20 @@ let package = Package(
             name: "MSALCacheEncryptedFileTests",
             dependencies: ["MSALCacheEncryptedFile", "MSALTestSupport"]
         ),
+        .testTarget(
+            name: "MSALCacheKeyringTests",
+            dependencies: ["MSALCacheKeyring", "MSALTestSupport"]
+        ),
+        .testTarget(
+            name: "MSALCacheProcessTests",
+            // The worker is a dependency so the tests share its fixtures and backend list
+            // (@testable import) and SwiftPM builds it before them.
+            dependencies: ["msal-cache-worker", "MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "MSALTestSupport"]
+        ),
         .testTarget(name: "MSALWebAuthTests", dependencies: ["MSALWebAuth", "MSALTestSupport"]),
         .testTarget(
             name: "MSALTests",
-            dependencies: ["MSAL", "MSALCacheSQLite", "MSALTestSupport"]
+            dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "MSALTestSupport"]
         ),
     ]
 )

@@ -1,9 +1,22 @@
 import MSALCache
+import MSALCacheKeyring
+import MSALCacheEncryptedFile
 import MSALCore
 
 extension TokenCacheBackend {
-    /// The keyring backend arrives with the MSALCacheKeyring target (issue 5, in progress).
+    /// Opens the Secret Service keyring store of `accessGroup`.
     static func openKeyring(accessGroup: String, logger: Logger) throws(MSALError) -> any TokenCacheStore {
-        throw .internal(.cacheUnavailable, "This build of swift-msal has no Secret Service keyring backend yet.")
+        try KeyringTokenCacheStore(accessGroup: accessGroup, logger: logger)
+    }
+}
+
+extension EncryptedFileKey {
+    /// The encrypted file's key kept in the keyring as the secret named `msal_cache key <cache path>`
+    /// of the access group, created with OpenSSL's random generator on first use (under the group's
+    /// lock, so processes starting together agree on one key).
+    static func keyringKey(cachePath: String, accessGroup: String) throws(MSALError) -> EncryptedCacheKey {
+        let candidate = try EncryptedCacheKey.random()
+        let bytes = try KeyringSecret.loadOrStore(candidate.exportRawKey(), name: "msal_cache key \(cachePath)", accessGroup: accessGroup)
+        return try EncryptedCacheKey(rawKey: bytes)
     }
 }

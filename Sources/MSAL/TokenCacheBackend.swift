@@ -59,7 +59,8 @@ public enum TokenCacheBackend: Sendable {
             return try Self.openKeyring(accessGroup: accessGroup, logger: logger)
         case let .encryptedFile(path, key):
             let path = path ?? EncryptedFileTokenCacheStore.defaultPath()
-            return try EncryptedFileTokenCacheStore(path: path, keySource: key.source(cachePath: path), accessGroup: accessGroup)
+            return try EncryptedFileTokenCacheStore(
+                path: path, keySource: key.source(cachePath: path, accessGroup: accessGroup), accessGroup: accessGroup)
         case let .sqlite(path):
             return try SQLiteTokenCacheStore(path: path ?? SQLiteTokenCacheStore.defaultPath(), accessGroup: accessGroup, logger: logger)
         case let .jsonFile(path):
@@ -111,12 +112,17 @@ public enum EncryptedFileKey: Sendable {
     case passphrase(String)
     /// A key the app holds (for example from a hardware token or a secret manager).
     case key(EncryptedCacheKey)
+    /// A random key kept in the Secret Service keyring (the secret `msal_cache key <cache path>` of
+    /// the access group), created on first use: the file is useless without the user's unlocked
+    /// keyring. Throws `.internal(.cacheUnavailable)` where the keyring cannot be used.
+    case keyring
 
-    func source(cachePath: String) throws(MSALError) -> EncryptedFileTokenCacheStore.KeySource {
+    func source(cachePath: String, accessGroup: String) throws(MSALError) -> EncryptedFileTokenCacheStore.KeySource {
         switch self {
         case let .keyFile(path): .keyFile(path: path ?? EncryptedFileTokenCacheStore.defaultKeyFilePath(forCachePath: cachePath))
         case let .passphrase(passphrase): .passphrase(passphrase)
         case let .key(key): .key(key)
+        case .keyring: .key(try Self.keyringKey(cachePath: cachePath, accessGroup: accessGroup))
         }
     }
 }

@@ -41,7 +41,8 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     ///   - path: the cache file, e.g. `~/.azure/msal_token_cache.json`.
     ///   - accessGroup: the partition of the file this store uses; default
     ///     ``TokenCacheAccessGroup/default`` (the one other MSALs read).
-    ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
+    ///   - lockTimeout: how long, in seconds, a change waits for another writer that holds the lock
+    ///     without changing the file (default 10; see ``LockedFile/withExclusiveLock(_:)``).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or names something that
     ///   is not a regular file; `.internal(.invalidParameter)` for an invalid access group.
     public init(path: String, accessGroup: String = TokenCacheAccessGroup.default, lockTimeout: TimeInterval = 10) throws(MSALError) {

@@ -89,6 +89,13 @@ public struct EncryptedCacheKey: Sendable, Equatable, CustomStringConvertible, C
         try EncryptedCacheKey(rawKey: randomBytes(byteCount))
     }
 
+    /// The 32 key bytes, for keeping the key in a secret store (a keyring item, a secret manager).
+    /// Never log or print them.
+    /// - Returns: a copy of the raw key.
+    public func exportRawKey() -> [UInt8] {
+        bytes
+    }
+
     /// Compares in time independent of where the keys differ.
     public static func == (lhs: EncryptedCacheKey, rhs: EncryptedCacheKey) -> Bool {
         guard lhs.bytes.count == rhs.bytes.count else { return false }

@@ -75,7 +75,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     ///   - path: the cache file, e.g. `~/.local/share/msal/msal_token_cache.bin`.
     ///   - keySource: where the key comes from.
     ///   - accessGroup: the partition of the file this store uses; default ``TokenCacheAccessGroup/default``.
-    ///   - lockTimeout: how long, in seconds, a change waits for another writer (default 10).
+    ///   - lockTimeout: how long, in seconds, a change waits for another writer that holds the lock
+    ///     without changing the file (default 10; see ``LockedFile/withExclusiveLock(_:)``).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or not a regular file,
     ///   or the key file is readable by group or others, is not 32 bytes, or cannot be read or created;
     ///   `.internal(.invalidParameter)` for invalid scrypt parameters or an invalid access group.

@@ -102,8 +102,23 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         self.path = path
         self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         try Self.prepareDirectory(for: path)
-        let created = try Self.createFileIfMissing(path)
-        var examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+        var created = false
+        var examined: Examination
+        var attempts = 0
+        while true {
+            created = try Self.createFileIfMissing(path) || created
+            let identity = Self.fileIdentity(path)
+            do {
+                examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+                break
+            } catch {
+                // Another store moved a damaged file aside (renamed it) while this one opened it:
+                // open the new file instead.
+                attempts += 1
+                guard attempts < 5, Self.fileIdentity(path) != identity else { throw error }
+                usleep(10_000)
+            }
+        }
         var movedAside: String?
         if case .damaged(let reason) = examined {
             movedAside = try Self.moveAsideDamaged(path, reason: reason, busyTimeout: busyTimeout, logger: logger)
@@ -257,6 +272,13 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     }
 
     /// What opening the file found.
+    /// The (device, inode) of the file at `path`, or `nil` when there is none.
+    private static func fileIdentity(_ path: String) -> [UInt64]? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return [UInt64(info.st_dev), UInt64(info.st_ino)]
+    }
+
     private enum Examination {
         /// A connection to a database of ours (`hasSchema`) or to an empty one (not `hasSchema`).
         case usable(SQLiteConnection, hasSchema: Bool)

@@ -626,14 +626,19 @@ public enum TokenCacheStoreConformance {
     }
 }
 
-/// Entries for the conformance checks.
-enum ConformanceSample {
-    static let environment = "login.microsoftonline.com"
-    static let clientID = "c11e0000-0000-4000-8000-000000000001"
-    static let tenant = "aaaaaaaa-0000-4000-8000-00000000aaaa"
-    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+/// Entries for the conformance checks, and for other cache tests that need a few plausible entries.
+public enum ConformanceSample {
+    /// The entries' environment: `login.microsoftonline.com`.
+    public static let environment = "login.microsoftonline.com"
+    /// The entries' client ID.
+    public static let clientID = "c11e0000-0000-4000-8000-000000000001"
+    /// The entries' tenant (realm).
+    public static let tenant = "aaaaaaaa-0000-4000-8000-00000000aaaa"
+    /// When the entries were cached: 2023-11-14T22:13:20Z.
+    public static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
-    static func accessToken(home: String, secret: String) -> AccessTokenEntry {
+    /// An access token for `User.Read` of `home`, cached at ``t0``, expiring an hour later.
+    public static func accessToken(home: String, secret: String) -> AccessTokenEntry {
         AccessTokenEntry(
             homeAccountID: home, environment: environment, clientID: clientID, realm: tenant, target: "User.Read",
             secret: secret, cachedAt: t0, expiresOn: t0.addingTimeInterval(3600))

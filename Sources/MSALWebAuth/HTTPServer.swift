@@ -190,6 +190,9 @@ public final class LoopbackHTTPServer: Sendable {
         }
         var reuse: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        // Non-blocking: a connection reset between poll() and accept() must make accept() fail, not
+        // block the accept loop (and with it stop(), which waits for the loop) until the next client.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         let bindResult: Int32
         if isIPv6 {
             var address = sockaddr_in6()
@@ -265,7 +268,7 @@ public final class LoopbackHTTPServer: Sendable {
                 if fds[0].revents != 0 { return }  // POLLERR / POLLNVAL: the listener is gone.
                 continue
             }
-            let client = accept(listener, nil, nil)
+            let client = accept(listener, nil, nil)  // no connection left (EAGAIN): poll again
             if client < 0 {
                 let code = errno
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {

@@ -11,6 +11,14 @@ import MSALWebAuth
 @main
 enum Tool {
     static func main() async {
+        // A parent may start this process with SIGINT and SIGTERM blocked (Foundation's Process passes
+        // its thread's mask on): then Ctrl-C and `kill` would stay pending, and `msal dev-provider`
+        // or a waiting `msal login` would never stop. Unblocked first, before other threads exist.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
         let arguments = Array(CommandLine.arguments.dropFirst())
         let environment = ProcessInfo.processInfo.environment
         let options: Options

@@ -2,29 +2,16 @@ import Foundation
 import MSALCache
 @testable import MSALCacheEncryptedFile
 import MSALCore
+import MSALTestSupport
 import Testing
 
-/// A fresh directory under the system temp dir, removed when the value goes away.
-final class EncTemporaryDirectory: Sendable {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("msal-encstore-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+/// A fresh directory for the cache files (MSALTestSupport's).
+typealias EncTemporaryDirectory = ScratchDirectory
 
+/// The conformance suite's sample entries, plus a one-token change.
 enum EncSample {
-    static let environment = "login.microsoftonline.com"
-    static let clientID = "c11e0000-0000-4000-8000-000000000001"
-    static let tenant = "aaaaaaaa-0000-4000-8000-00000000aaaa"
-    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
-
     static func accessToken(home: String, secret: String) -> AccessTokenEntry {
-        AccessTokenEntry(
-            homeAccountID: home, environment: environment, clientID: clientID, realm: tenant, target: "User.Read",
-            secret: secret, cachedAt: t0, expiresOn: t0.addingTimeInterval(3600))
+        ConformanceSample.accessToken(home: home, secret: secret)
     }
 
     static func upsert(_ home: String, _ secret: String = "AT") -> TokenCacheChange {
@@ -75,7 +62,7 @@ struct EncryptedFileTokenCacheStoreTests {
         let store = try make(directory, .key)
         let secret = "SECRET-REFRESH-TOKEN-\(UUID().uuidString)"
         try store.apply(TokenCacheChange(upserts: [
-            .refreshToken(RefreshTokenEntry(homeAccountID: "h.t", environment: EncSample.environment, clientID: EncSample.clientID, secret: secret)),
+            .refreshToken(RefreshTokenEntry(homeAccountID: "h.t", environment: ConformanceSample.environment, clientID: ConformanceSample.clientID, secret: secret)),
         ]))
         let first = try Data(contentsOf: URL(fileURLWithPath: store.path))
         #expect(try mode(store.path) == 0o600)

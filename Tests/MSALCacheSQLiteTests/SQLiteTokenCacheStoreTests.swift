@@ -4,6 +4,7 @@ import MSALCache
 import MSALCacheSQLite
 import MSALCore
 import Synchronization
+import MSALTestSupport
 import Testing
 
 @Suite("SQLiteTokenCacheStore")

@@ -1,21 +1,10 @@
 import Foundation
 import MSALCore
+import MSALTestSupport
 import Synchronization
 
-/// A fresh directory under the system temp dir, removed when the value goes away.
-final class TemporaryDirectory: Sendable {
-    let url: URL
-    var path: String { url.path }
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("msal-cache-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+/// A fresh directory for real cache files (MSALTestSupport's), under the name the tests use.
+typealias TemporaryDirectory = ScratchDirectory
 
 /// Mode bits of a file (`st_mode & 0o777`).
 func permissions(_ path: String) throws -> Int {

@@ -1,6 +1,7 @@
 import Foundation
 import MSALCache
 import MSALCore
+import MSALTestSupport
 import Testing
 
 private func decodeJSON(_ data: Data) throws -> JSONValue {

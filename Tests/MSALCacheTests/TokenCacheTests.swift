@@ -1,6 +1,7 @@
 import Foundation
 import MSALCache
 import MSALCore
+import MSALTestSupport
 import Testing
 
 /// A store that counts calls and can be told to fail, to check what TokenCache asks of its store.
@@ -206,7 +207,7 @@ struct TokenCacheTests {
     func incrementalIndexMatchesFreshLoad() throws {
         let store = InMemoryTokenCacheStore()
         let cache = TokenCache(store: store)
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         let scopes = ["a", "B", "c", "d", "E"]
         let homes = ["h1.t", "H2.t", "h3.t"]
         let realms = ["r1", "R2"]
@@ -271,18 +272,5 @@ struct TokenCacheTests {
         #expect(try store.readAll().accessTokens.count == 400)
         #expect(try cache.accounts().count == 400)
         #expect(try store.changeStamp() == 400)
-    }
-}
-
-/// A small deterministic random generator (SplitMix64) so the randomized test is reproducible.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

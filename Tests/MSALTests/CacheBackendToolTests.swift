@@ -11,17 +11,22 @@ import Testing
 struct AccessGroupToolTests {
     static let appA = "a0a0a0a0-0000-4000-8000-00000000000a"
     static let appB = "b0b0b0b0-0000-4000-8000-00000000000b"
-    static let shared = "com.contoso.shared"
-    static let other = "com.fabrikam.private"
-
     /// A persistent backend and the `msal` flags and environment that select it.
     enum Backend: String, CaseIterable, CustomTestStringConvertible {
-        case sqlite, json, encryptedKeyFile, encryptedPassphrase
+        case sqlite, json, encryptedKeyFile, encryptedPassphrase, keyring
 
         var testDescription: String { rawValue }
 
+        /// Every backend; the keyring only in a throwaway keyring session (scripts/test.sh), never
+        /// in a developer's own keyring, and always when MSAL_KEYRING_REQUIRED=1 (then it fails
+        /// without one).
+        static var tested: [Backend] {
+            allCases.filter { $0 != .keyring || ThrowawayKeyring.inUse }
+        }
+
         func flags(_ directory: TemporaryDirectory) -> [String] {
             switch self {
+            case .keyring: ["--cache-backend", "keyring"]
             case .sqlite: ["--cache-backend", "sqlite", "--cache", directory.path("cache.sqlite")]
             case .json: ["--cache-backend", "json", "--cache", directory.path("msal_token_cache.json")]
             case .encryptedKeyFile:
@@ -36,8 +41,11 @@ struct AccessGroupToolTests {
     }
 
     @Test("Same group: the second app sees the account and redeems the family refresh token; another group sees nothing",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func sharedAndIsolated(backend: Backend) async throws {
+        // Groups of this run only: the keyring outlives a test.
+        let run = UUID().uuidString.prefix(8).lowercased()
+        let shared = "com.contoso.shared.\(run)", other = "com.fabrikam.private.\(run)"
         let provider = LocalIdentityProvider()
         provider.deviceCodeInterval = 0
         provider.addFamilyClient(Self.appA)
@@ -61,16 +69,16 @@ struct AccessGroupToolTests {
         let username = LocalIdentityProvider.demoUser.username
 
         // App A signs in, in its own process, in the shared group.
-        let login = try await msal("login", client: Self.appA, group: Self.shared, ["--device-code", "--scope", "api://demo/Files.Read"])
+        let login = try await msal("login", client: Self.appA, group: shared, ["--device-code", "--scope", "api://demo/Files.Read"])
         try #require(login.status == 0, "login failed: \(login.stderr)")
 
         // App B, another process, same group: the account is there...
-        let listed = try await msal("accounts", client: Self.appB, group: Self.shared)
+        let listed = try await msal("accounts", client: Self.appB, group: shared)
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(try listed.usernames() == [username])
         // ...and B gets a token silently with A's family refresh token (B never signed in).
         let before = provider.requests.count
-        let token = try await msal("token", client: Self.appB, group: Self.shared, ["--account", username, "--scope", "api://demo/Files.Write"])
+        let token = try await msal("token", client: Self.appB, group: shared, ["--account", username, "--scope", "api://demo/Files.Write"])
         #expect(token.status == 0, "\(token.stderr)")
         let redemptions = provider.requests.dropFirst(before).filter { $0.grantType == "refresh_token" }
         #expect(redemptions.count == 1)
@@ -78,16 +86,16 @@ struct AccessGroupToolTests {
 
         // Another group, on the same store: nothing of either app.
         for client in [Self.appA, Self.appB] {
-            let isolated = try await msal("accounts", client: client, group: Self.other)
+            let isolated = try await msal("accounts", client: client, group: other)
             #expect(isolated.status == 0, "\(isolated.stderr)")
             #expect(try isolated.usernames() == [])
-            let denied = try await msal("token", client: client, group: Self.other, ["--account", username, "--scope", "api://demo/Files.Read"])
+            let denied = try await msal("token", client: client, group: other, ["--account", username, "--scope", "api://demo/Files.Read"])
             #expect(denied.status == 3, "\(denied.stderr)")
         }
         // A sign-out in the other group does not touch the shared one.
-        let logout = try await msal("logout", client: Self.appB, group: Self.other, ["--account", username])
+        let logout = try await msal("logout", client: Self.appB, group: other, ["--account", username])
         #expect(logout.status == 0, "\(logout.stderr)")
-        #expect(try await msal("accounts", client: Self.appA, group: Self.shared).usernames() == [username])
+        #expect(try await msal("accounts", client: Self.appA, group: shared).usernames() == [username])
     }
 }
 
