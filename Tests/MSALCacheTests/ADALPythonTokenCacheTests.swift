@@ -1,6 +1,7 @@
 import Foundation
 import MSALCache
 import MSALCore
+import MSALTestSupport
 import Testing
 
 /// The ADAL for Python cache reader on a hand-written `accessTokens.json` (Fixtures/ADAL.md).
