@@ -26,9 +26,11 @@ struct DevProviderTests {
             process.standardOutput = out
             process.standardError = err
             try process.run()
-            // A server that never prints is killed, so the read below ends.
+            // A server that never prints is killed, so the read below ends. A hang guard, not a speed
+            // check: at the start of the whole parallel suite on two cores a debug server has taken
+            // close to 30 s to print, and was killed right after.
             let watchdog = DispatchWorkItem { if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) } }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
             let handle = out.fileHandleForReading
             let line: String = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
