@@ -33,6 +33,12 @@ public struct PublicClientApplicationConfiguration: Sendable {
     /// Drop the caches once the users have migrated: ``PublicClientApplication/remove(account:)``
     /// never changes them, so a removed account would be found (and upgraded) there again.
     public var legacyCaches: [any LegacyTokenCache]
+    /// Whether ADAL's keyed items (``ADALKeyedItem``) in the application's own cache store, in its
+    /// access group, are read as one more legacy cache (``ADALKeyedTokenCache``), as MSAL for
+    /// iOS/macOS reads the ADAL items it finds beside its own in the keychain access group. Default
+    /// `false`. Needs a store that keeps such items (``ADALKeyedItemStore``: every backend of
+    /// ``TokenCacheBackend`` does); see ``legacyCaches`` for what is read and when.
+    public var readsADALKeyedItems: Bool
     /// Seconds before an access token's expiry from which the cache no longer serves it and a silent
     /// request refreshes instead. Default 300 (as MSAL for iOS/macOS `tokenExpirationBuffer`).
     public var tokenExpirationBuffer: TimeInterval
@@ -95,6 +101,7 @@ public struct PublicClientApplicationConfiguration: Sendable {
         self.cacheBackend = cacheBackend
         self.accessGroup = accessGroup
         self.legacyCaches = []
+        self.readsADALKeyedItems = false
         self.redirectURI = "http://localhost"
         self.applicationID = nil
         self.retryPolicy = .default

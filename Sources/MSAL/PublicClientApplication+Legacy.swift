@@ -67,7 +67,7 @@ extension PublicClientApplication {
     func legacyUsers() -> [LegacyUser] {
         var order: [String] = []
         var groups: [String: [LegacyTokenEntry]] = [:]
-        for cache in configuration.legacyCaches {
+        for cache in legacyCaches {
             let contents: LegacyTokenCacheContents
             do {
                 contents = try cache.read()

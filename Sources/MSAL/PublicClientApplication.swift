@@ -36,6 +36,9 @@ public final class PublicClientApplication: Sendable {
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
     public let cacheStore: any TokenCacheStore
+    /// The legacy caches read for the migration from ADAL: ``PublicClientApplicationConfiguration/legacyCaches``
+    /// and, with ``PublicClientApplicationConfiguration/readsADALKeyedItems``, the keyed items of ``cacheStore``.
+    let legacyCaches: [any LegacyTokenCache]
 
     /// Creates an application and opens its token cache store.
     /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when the client ID is empty or has
@@ -43,7 +46,9 @@ public final class PublicClientApplication: Sendable {
     ///   redirect URI breaks a rule of ``RedirectURI`` (the message says which); what
     ///   ``TokenCacheBackend/makeStore(accessGroup:logger:)`` throws when the cache cannot be opened
     ///   (`.internal(.cacheUnavailable)` for a keyring that cannot be used or an exhausted default
-    ///   chain, `.internal(.cacheError)` for a file that cannot be opened).
+    ///   chain, `.internal(.cacheError)` for a file that cannot be opened);
+    ///   `.internal(.invalidParameter)` when ``PublicClientApplicationConfiguration/readsADALKeyedItems``
+    ///   is set and the store keeps no ADAL keyed items.
     public init(configuration: PublicClientApplicationConfiguration) throws(MSALError) {
         let clientID = configuration.clientID
         guard !clientID.isEmpty, !clientID.contains(where: { $0.isWhitespace }) else {
@@ -53,6 +58,16 @@ public final class PublicClientApplication: Sendable {
         self.configuration = configuration
         self.cacheStore = try configuration.cacheBackend.makeStore(accessGroup: configuration.accessGroup, logger: configuration.logger)
         self.cache = TokenCache(store: cacheStore, logger: configuration.logger)
+        var legacyCaches = configuration.legacyCaches
+        if configuration.readsADALKeyedItems {
+            guard let keyedStore = cacheStore as? any ADALKeyedItemStore else {
+                throw .internal(
+                    .invalidParameter,
+                    "readsADALKeyedItems needs a cache store that keeps ADAL keyed items (ADALKeyedItemStore); the configured store does not.")
+            }
+            legacyCaches.append(ADALKeyedTokenCache(store: keyedStore))
+        }
+        self.legacyCaches = legacyCaches
         self.discovery = OpenIDConfigurationCache(transport: configuration.transport, logger: configuration.logger)
         let retrying = RetryingTransport(
             configuration.transport, policy: configuration.retryPolicy, logger: configuration.logger, sleep: configuration.sleep)
@@ -172,7 +187,7 @@ public final class PublicClientApplication: Sendable {
 
     func silent(_ parameters: SilentTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
-        if !configuration.legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
+        if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
             return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlationID)
         }

@@ -76,12 +76,27 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     /// - Returns: the change stamps before and after the change.
     /// - Throws: as ``apply(_:)``.
     public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
+        if change.isEmpty {
+            return try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
+                let stamp = try changeStamp()
+                return AppliedChangeStamps(before: stamp, after: stamp)
+            }
+        }
+        return try update { contents in
+            contents.apply(change)
+            return true
+        }
+    }
+
+    /// Under the lock: reads the group's contents, lets `body` change them, and when it returns `true`
+    /// replaces the file atomically.
+    /// - Returns: the change stamps before and after.
+    private func update(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError) -> AppliedChangeStamps {
         try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
             let before = try changeStamp()
-            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
             var document = try parse(file.read())
             var contents = try group(of: document)
-            contents.apply(change)
+            guard body(&contents) else { return AppliedChangeStamps(before: before, after: before) }
             document.replace(accessGroup: accessGroup, with: contents)
             try file.replace(with: document.serialized())
             ownWrites.add(1, ordering: .acquiringAndReleasing)
@@ -111,5 +126,26 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
         .internal(
             .cacheError,
             "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
+    }
+}
+
+extension JSONFileTokenCacheStore: ADALKeyedItemStore {
+    /// The keyed items of this store's access group (section ``ADALKeyedItemSection/sectionName``).
+    /// - Returns: the items sorted by service then account.
+    /// - Throws: as ``readAll()``.
+    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
+        ADALKeyedItemSection.items(in: try readAll())
+    }
+
+    /// Stores the item: locks, reads, sets it, replaces the file atomically.
+    /// - Throws: as ``apply(_:)``.
+    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
+        _ = try update { ADALKeyedItemSection.set(item, in: &$0); return true }
+    }
+
+    /// Removes the item; the file is not written when there is none.
+    /// - Throws: as ``apply(_:)``.
+    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
+        _ = try update { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
     }
 }

@@ -161,6 +161,13 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
         applyLocked(change)
     }
 
+    /// Runs `body` on the contents under the lock; the stamp moves when it returns `true` (it changed something).
+    func update(_ body: (inout TokenCacheContents) -> Bool) {
+        state.withLock { state in
+            if body(&state.contents) { state.stamp &+= 1 }
+        }
+    }
+
     private func applyLocked(_ change: TokenCacheChange) -> AppliedChangeStamps {
         state.withLock { state in
             let before = state.stamp

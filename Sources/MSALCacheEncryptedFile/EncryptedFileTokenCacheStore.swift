@@ -138,12 +138,26 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// - Returns: the change stamps before and after the change.
     /// - Throws: as ``apply(_:)``.
     public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
+        if change.isEmpty {
+            return try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
+                let stamp = try changeStamp()
+                return AppliedChangeStamps(before: stamp, after: stamp)
+            }
+        }
+        return try update { contents in
+            contents.apply(change)
+            return true
+        }
+    }
+
+    /// Under the lock: decrypts the file (a file that does not open is never written over), lets
+    /// `body` change this group's contents, and when it returns `true` seals and replaces the file.
+    /// - Returns: the change stamps before and after.
+    private func update(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError) -> AppliedChangeStamps {
         try file.withExclusiveLock { () throws(MSALError) -> AppliedChangeStamps in
             let before = try changeStamp()
-            if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
-            // Decrypt first: a file that does not open is never written over.
             var (document, contents, kdf, key) = try decode(file.read())
-            contents.apply(change)
+            guard body(&contents) else { return AppliedChangeStamps(before: before, after: before) }
             if kdf == nil { (kdf, key) = try newFileKey() }
             document.replace(accessGroup: accessGroup, with: contents)
             try file.replace(with: EncryptedCacheFormat.seal(document.serialized(), key: key!, kdf: kdf!))
@@ -237,5 +251,27 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             try keyFile.replace(with: Data(key.bytes))
             return key
         }
+    }
+}
+
+extension EncryptedFileTokenCacheStore: ADALKeyedItemStore {
+    /// The keyed items of this store's access group (section ``ADALKeyedItemSection/sectionName`` of
+    /// the decrypted document).
+    /// - Returns: the items sorted by service then account.
+    /// - Throws: as ``readAll()``.
+    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
+        ADALKeyedItemSection.items(in: try readAll())
+    }
+
+    /// Stores the item: locks, decrypts, sets it, seals and replaces the file atomically.
+    /// - Throws: as ``apply(_:)``.
+    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
+        _ = try update { ADALKeyedItemSection.set(item, in: &$0); return true }
+    }
+
+    /// Removes the item; the file is not written when there is none.
+    /// - Throws: as ``apply(_:)``.
+    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
+        _ = try update { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
     }
 }

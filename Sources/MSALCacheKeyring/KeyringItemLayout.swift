@@ -32,6 +32,11 @@ public enum KeyringItemLayout {
     public static let tokenCacheSchema = "org.swift-msal.TokenCache"
     /// The schema name of ``KeyringSecret`` items: `org.swift-msal.Secret`.
     public static let secretSchema = "org.swift-msal.Secret"
+    /// The schema name of ADAL keyed items (``ADALKeyedItem``): `org.swift-msal.ADALKeyedItem`. Such
+    /// an item carries `access_group`, `service` and `account` (the item's key, as MSAL for iOS/macOS
+    /// keeps ADAL's items in the keychain) and `generic` = `MSOpenTech.ADAL.1`; its secret is the JSON
+    /// object `{"service": …, "account": …, "value": <the item's data in base64>}`.
+    public static let adalKeyedItemSchema = "org.swift-msal.ADALKeyedItem"
     /// The attribute libsecret uses for the schema name: `xdg:schema`.
     public static let schemaAttribute = "xdg:schema"
 
@@ -49,6 +54,8 @@ public enum KeyringItemLayout {
         public static let kind = "kind"
         /// `key`.
         public static let key = "key"
+        /// `generic` (ADAL keyed items only: MSAL's `kSecAttrGeneric`).
+        public static let generic = "generic"
         /// `name` (``KeyringSecret`` items only).
         public static let name = "name"
     }

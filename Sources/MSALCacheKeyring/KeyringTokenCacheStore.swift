@@ -456,3 +456,103 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         }
     }
 }
+
+extension KeyringTokenCacheStore: ADALKeyedItemStore {
+    /// The keyed items of this access group: one search and one bulk secret transfer (items of the
+    /// schema ``KeyringItemLayout/adalKeyedItemSchema``).
+    /// - Returns: the items sorted by service then account. An item whose secret is not the expected
+    ///   JSON object is skipped with a warning in the log.
+    /// - Throws: ``MSALError`` `.internal(.cacheUnavailable)` when the keyring cannot be used,
+    ///   `.internal(.cacheError)` when reading fails.
+    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
+        let search = keyedItemAttributes(service: nil, account: nil)
+        let secrets = try session(doing: "reading the ADAL keyed items") { session throws(KeyringProblem) -> [String: [UInt8]] in
+            let collection = try session.defaultCollection()
+            let found = try session.search(search)
+            if found.locked.contains(where: { $0.hasPrefix(collection + "/") }) { throw .locked }
+            return try session.secrets(found.unlocked)
+        }
+        var items: [ADALKeyedItem] = []
+        for secret in secrets.values {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(secret)) as? [String: Any],
+                  let service = object["service"] as? String, let account = object["account"] as? String,
+                  let value = object["value"] as? String
+            else {
+                logger.warning("A keyring item of the ADAL keyed item schema has a secret that is not a swift-msal record; it was skipped.")
+                continue
+            }
+            items.append(ADALKeyedItem(service: service, account: account, value: Data(base64Encoded: value) ?? Data()))
+        }
+        return items.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+    }
+
+    /// Stores the item under the store's lock: one `CreateItem` replacing the item with the same
+    /// attributes (atomic in the service), then removes any other item of that key.
+    /// - Throws: as ``apply(_:)``.
+    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
+        let record: [String: String] = ["service": item.service, "account": item.account, "value": item.value.base64EncodedString()]
+        let secret: [UInt8]
+        do {
+            secret = [UInt8](try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys]))
+        } catch {
+            throw .internal(.cacheError, "An ADAL keyed item could not be encoded for the keyring.")
+        }
+        let attributes = keyedItemAttributes(service: item.service, account: item.account)
+        let label = KeyringItemLayout.label(kind: "ADAL keyed item", accessGroup: accessGroup)
+        try changeKeyedItem(doing: "storing an ADAL keyed item in the keyring") { session, collection throws(KeyringProblem) in
+            let existing = try session.search(attributes)
+            if !existing.locked.isEmpty { throw .locked }
+            let kept = try session.createItem(
+                in: collection, label: label, attributes: attributes, secret: secret, contentType: "application/json")
+            for path in existing.unlocked where path != kept { try session.delete(path) }
+        }
+    }
+
+    /// Removes the item under the store's lock.
+    /// - Throws: as ``apply(_:)``.
+    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
+        let attributes = keyedItemAttributes(service: service, account: account)
+        try changeKeyedItem(doing: "removing an ADAL keyed item from the keyring") { session, _ throws(KeyringProblem) in
+            let existing = try session.search(attributes)
+            if !existing.locked.isEmpty { throw .locked }
+            for path in existing.unlocked { try session.delete(path) }
+        }
+    }
+
+    /// The attributes of a keyed item (every keyed item of the group when `service` is `nil`).
+    private func keyedItemAttributes(service: String?, account: String?) -> [String: String] {
+        var attributes = self.attributes.merging([
+            KeyringItemLayout.schemaAttribute: KeyringItemLayout.adalKeyedItemSchema,
+            KeyringItemLayout.Attribute.accessGroup: accessGroup,
+        ]) { $1 }
+        if let service, let account {
+            attributes[KeyringItemLayout.Attribute.service] = service
+            attributes[KeyringItemLayout.Attribute.account] = account
+            attributes[KeyringItemLayout.Attribute.generic] = ADALKeyedItem.libraryTag
+        }
+        return attributes
+    }
+
+    /// Runs one keyed-item change under the lock, with the counter odd while it runs so that readers'
+    /// change stamps move.
+    private func changeKeyedItem(
+        doing: String, _ body: (SecretServiceClient.Session, String) throws(KeyringProblem) -> Void
+    ) throws(MSALError) {
+        try lockFile.withExclusiveLock { (holder) throws(MSALError) in
+            let known = try recover(holder)
+            let before = try holder.counter()
+            try holder.setCounter(before &+ 1)
+            do throws(MSALError) {
+                try session(doing: doing) { session throws(KeyringProblem) in
+                    var collection = known ?? ""
+                    if known == nil { collection = try session.defaultCollection() }
+                    try body(session, collection)
+                }
+            } catch {
+                try? holder.setCounter(before &+ 2)
+                throw error
+            }
+            try holder.setCounter(before &+ 2)
+        }
+    }
+}

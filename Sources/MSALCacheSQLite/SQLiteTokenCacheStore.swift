@@ -520,3 +520,82 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         }
     }
 }
+
+extension SQLiteTokenCacheStore: ADALKeyedItemStore {
+    /// The table of keyed items, created by the first ``setADALKeyedItem(_:)`` (a database without it
+    /// has no items; older versions of swift-msal ignore it).
+    private static let keyedItemsTable = """
+        CREATE TABLE IF NOT EXISTS adal_keyed_items (
+            access_group TEXT NOT NULL,
+            service TEXT NOT NULL,
+            account TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (access_group, service, account)
+        ) WITHOUT ROWID
+        """
+
+    /// The keyed items of this store's access group, from the table `adal_keyed_items` (the data in
+    /// standard base64 in column `value`).
+    /// - Returns: the items sorted by service then account; a value that is not base64 comes back as
+    ///   empty data (a reader reports the item as malformed).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the database cannot be read.
+    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
+        let group = accessGroup
+        return try connection.withLock { (connection: inout SQLiteConnection) throws(MSALError) -> [ADALKeyedItem] in
+            let doing = "reading the ADAL keyed items"
+            let tables = try connection.integer(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'adal_keyed_items'", doing: doing)
+            if tables == 0 { return [] }
+            let statement = try connection.statement(
+                "SELECT service, account, value FROM adal_keyed_items WHERE access_group = ?1 ORDER BY service, account", doing: doing)
+            defer { statement.reset() }
+            try statement.bind(1, group)
+            var items: [ADALKeyedItem] = []
+            while try statement.step() {
+                items.append(ADALKeyedItem(
+                    service: statement.text(0), account: statement.text(1), value: Data(base64Encoded: statement.text(2)) ?? Data()))
+            }
+            return items
+        }
+    }
+
+    /// Stores the item in one `BEGIN IMMEDIATE` transaction (creating the table when missing).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when it could not be committed; then nothing was written.
+    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
+        let group = accessGroup
+        try writeKeyedItems { (connection: inout SQLiteConnection, doing: String) throws(MSALError) in
+            let insert = try connection.statement(
+                "INSERT OR REPLACE INTO adal_keyed_items (access_group, service, account, value) VALUES (?1, ?2, ?3, ?4)", doing: doing)
+            try insert.bind(1, group)
+            try insert.bind(2, item.service)
+            try insert.bind(3, item.account)
+            try insert.bind(4, item.value.base64EncodedString())
+            try insert.run()
+        }
+    }
+
+    /// Removes the item in one `BEGIN IMMEDIATE` transaction.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when it could not be committed.
+    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
+        let group = accessGroup
+        try writeKeyedItems { (connection: inout SQLiteConnection, doing: String) throws(MSALError) in
+            let delete = try connection.statement(
+                "DELETE FROM adal_keyed_items WHERE access_group = ?1 AND service = ?2 AND account = ?3", doing: doing)
+            try delete.bind(1, group)
+            try delete.bind(2, service)
+            try delete.bind(3, account)
+            try delete.run()
+        }
+    }
+
+    private func writeKeyedItems(_ body: (inout SQLiteConnection, String) throws(MSALError) -> Void) throws(MSALError) {
+        try connection.withLock { (connection: inout SQLiteConnection) throws(MSALError) in
+            let doing = "writing an ADAL keyed item"
+            try connection.transaction(immediate: true, doing: doing) { () throws(MSALError) in
+                try connection.execute(Self.keyedItemsTable, doing: doing)
+                try body(&connection, doing)
+            }
+            connection.ownWrites &+= 1
+        }
+    }
+}

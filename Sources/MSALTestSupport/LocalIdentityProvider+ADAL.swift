@@ -1,4 +1,5 @@
 public import Foundation
+public import MSALCache
 public import MSALCore
 import Synchronization
 
@@ -33,6 +34,33 @@ extension LocalIdentityProvider {
         public var resource: String
         /// The authority ADAL used: `http://127.0.0.1:PORT/<tenant>`.
         public var authority: String
+
+        /// The ID token ADAL kept in the item's `userInformation` (unsigned, as this provider's ID
+        /// tokens): `aud` the client, `iss` the tenant, `upn`, `oid`, `tid`, `sub`, and `idp` for a guest.
+        public var rawIDToken: String {
+            var claims: [String: JSONValue] = [
+                "aud": .string(clientID), "iss": .string(authority), "upn": .string(username), "oid": .string(objectID),
+                "tid": .string(tenantID), "sub": .string(objectID), "ver": .string("1.0"),
+            ]
+            if let homeTenantID { claims["idp"] = .string("https://sts.windows.net/\(homeTenantID)/") }
+            return TokenMint.unsignedJWT(claims)
+        }
+
+        /// The item ADAL for iOS/macOS kept for these tokens (``ADALTokenCacheItem``): resource,
+        /// authority, client ID, tokens, expiry and the ID token.
+        public var adalTokenCacheItem: ADALTokenCacheItem {
+            ADALTokenCacheItem(
+                resource: resource, authority: authority, clientID: clientID, accessToken: accessToken, accessTokenType: "Bearer",
+                refreshToken: refreshToken, expiresOn: expiresOn, rawIDToken: rawIDToken, userID: username, isUserIDDisplayable: true)
+        }
+
+        /// The keyed item ADAL for iOS/macOS stored for these tokens: service
+        /// `MSOpenTech.ADAL.1|<authority>|<resource>|<client ID>`, account the user ID, the archived
+        /// ``adalTokenCacheItem``. Holds the tokens.
+        /// - Throws: ``MSALError`` if the item cannot be archived.
+        public func adalKeyedItem() throws(MSALError) -> ADALKeyedItem {
+            try ADALKeyedItemArchive.keyedItem(adalTokenCacheItem, userID: username)
+        }
 
         /// The element of an `accessTokens.json` list that ADAL for Python writes for these tokens
         /// (ADAL for Python `TokenResponseFields`; `expiresOn` as `str()` of a local `datetime`).
@@ -152,7 +180,9 @@ extension LocalIdentityProvider {
     /// the default user, the only registered client (or ``demoClientID`` when none is registered)
     /// and `https://management.core.windows.net/` when not given; the answer is the
     /// `accessTokens.json` element ADAL for Python would have written (in the provider's time zone),
-    /// so a script writes `[<adal_entry>]` to a file and migrates it. It carries live tokens of this
+    /// so a script writes `[<adal_entry>]` to a file and migrates it; and `adal_keyed_item`
+    /// (`{"service", "account", "value"}`, the value in base64): the keyed item ADAL for iOS/macOS
+    /// would have stored (``LegacyTokens/adalKeyedItem()``). Both carry live tokens of this
     /// development provider.
     ///
     /// `POST /_control/revoke {"username"? | "refresh_token"?}` → `{"revoked": n}`: revokes every
@@ -171,7 +201,13 @@ extension LocalIdentityProvider {
                 username: username, clientID: clientID,
                 resource: body["resource"]?.stringValue ?? "https://management.core.windows.net/",
                 tenant: body["tenant"]?.stringValue)
-            return ["adal_entry": tokens.adalPythonEntry()]
+            let item = try tokens.adalKeyedItem()
+            return [
+                "adal_entry": tokens.adalPythonEntry(),
+                "adal_keyed_item": .object([
+                    "service": .string(item.service), "account": .string(item.account), "value": .string(item.value.base64EncodedString()),
+                ]),
+            ]
         default:  // "/revoke"
             if let token = body["refresh_token"]?.stringValue {
                 return ["revoked": .number(revokeRefreshToken(token) ? 1 : 0)]

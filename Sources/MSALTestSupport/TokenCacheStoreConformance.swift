@@ -208,6 +208,7 @@ public enum TokenCacheStoreConformance {
         Check(name: "a location that does not exist yet is an empty cache, created by the first change", body: newLocation),
         Check(name: "damaged stored bytes give a cache error without secrets and stay as they are (or are moved aside)", body: damagedBytes),
         Check(name: "a store locked beyond its timeout fails with a cache error, stores nothing of the change, and works once released", body: lockedBeyondTimeout),
+        Check(name: "ADAL keyed items are set, replaced and removed by key, kept apart from MSAL entries and access groups, and shared and persisted like entries", body: adalKeyedItems),
     ]
 
     // MARK: Checks
@@ -504,6 +505,55 @@ public enum TokenCacheStoreConformance {
             let again = try context.make()
             try expect(movedTo(again) == nil, "a second store moved the new file aside too")
             try expectEqual(try again.readAll().accessTokens.count, 1, "access tokens of the new file")
+        }
+        return .passed
+    }
+
+    @Sendable static func adalKeyedItems(_ context: Context) async throws -> Outcome {
+        guard let store = try context.make() as? any ADALKeyedItemStore else {
+            return .notApplicable(reason: "the store keeps no ADAL keyed items (it is not an ADALKeyedItemStore)")
+        }
+        func sorted(_ items: [ADALKeyedItem]) -> [ADALKeyedItem] { items.sorted { ($0.service, $0.account) < ($1.service, $1.account) } }
+        try expectEqual(try store.adalKeyedItems(), [], "a new store's keyed items")
+        let a = ADALKeyedItem(
+            authority: "https://login.microsoftonline.com/contoso.com", resource: "https://graph.windows.net/", clientID: "client-a",
+            userID: "Alice@Contoso.com", value: Data("archive-a".utf8))
+        let b = ADALKeyedItem(
+            authority: "https://login.microsoftonline.com/contoso.com", resource: nil, clientID: "client-a",
+            userID: "alice@contoso.com", value: Data((0...255).map { UInt8($0) }))
+        let stamp = try store.changeStamp()
+        try store.setADALKeyedItem(a)
+        try store.setADALKeyedItem(b)
+        try expect(try store.changeStamp() != stamp, "setting keyed items did not move the change stamp")
+        try expectEqual(try store.adalKeyedItems(), sorted([a, b]), "the keyed items after setting two")
+
+        // MSAL writes neither see nor drop them.
+        let entries = ConformanceSample.everyKind(home: "k.t", secret: "RT-k")
+        try store.apply(TokenCacheChange(upserts: entries))
+        try expectEqual(try store.readAll().count, entries.count, "number of MSAL entries beside two keyed items")
+        try store.apply(TokenCacheChange(removals: entries.map(CacheEntryRemoval.init)))
+        try expectEqual(try store.adalKeyedItems(), sorted([a, b]), "the keyed items after MSAL wrote and removed entries")
+
+        // Replace and remove by (service, account); a missing item is no error.
+        var a2 = a
+        a2.value = Data([0, 255, 1, 2])
+        try store.setADALKeyedItem(a2)
+        try expectEqual(try store.adalKeyedItems(), sorted([a2, b]), "the keyed items after replacing one")
+        try store.removeADALKeyedItem(service: b.service, account: b.account)
+        try store.removeADALKeyedItem(service: b.service, account: "bm8tb25l")
+        try expectEqual(try store.adalKeyedItems(), [a2], "the keyed items after removing one")
+
+        guard context.harness.instancesShareState else { return .passed }
+        guard let other = try context.make() as? any ADALKeyedItemStore,
+              let otherGroup = try context.make(group: "com.example.keyed-other") as? any ADALKeyedItemStore
+        else { throw failure("another store of the backend is not an ADALKeyedItemStore") }
+        try expectEqual(try other.adalKeyedItems(), [a2], "another instance's keyed items")
+        try expectEqual(try otherGroup.adalKeyedItems(), [], "another access group's keyed items")
+        try otherGroup.setADALKeyedItem(b)
+        try expectEqual(try store.adalKeyedItems(), [a2], "the keyed items after another access group set one")
+        if context.harness.isPersistent {
+            guard let again = try context.make() as? any ADALKeyedItemStore else { throw failure("a store made again is not an ADALKeyedItemStore") }
+            try expectEqual(try again.adalKeyedItems(), [a2], "the keyed items seen by a store made again")
         }
         return .passed
     }

@@ -3,8 +3,10 @@ import MSAL
 import MSALCache
 import MSALCore
 
-/// `msal migrate-adal --from PATH`: moves the users of an ADAL for Python cache (the Azure CLI's
-/// `accessTokens.json`) to the MSAL cache, entry by entry, and reports each entry.
+/// `msal migrate-adal --from PATH | --adal-keyed`: moves the users of an ADAL for Python cache (the
+/// Azure CLI's `accessTokens.json`), or of ADAL's keyed items in the cache store, to the MSAL cache,
+/// entry by entry, and reports each entry (entry numbers are positions in the file, or in the keyed
+/// items sorted by service then account).
 ///
 /// Each user entry of this client is redeemed at the v2.0 endpoint of its own `_authority` for
 /// `<resource>/.default` (``PublicClientApplication/upgrade(legacyEntry:scopes:correlationID:)``);
@@ -38,8 +40,7 @@ enum MigrateADAL {
         var exitCode: Int32
     }
 
-    static func run(_ application: PublicClientApplication, from path: String, output: OutputFormat) async throws {
-        let cache = ADALPythonTokenCache(path: path)
+    static func run(_ application: PublicClientApplication, from cache: any LegacyTokenCache, output: OutputFormat) async throws {
         let contents = try cache.read()
         var rows: [Row] = contents.skipped.map {
             Row(position: $0.position, userID: $0.userID, authority: $0.authority, resource: $0.resource, status: "skipped", reason: $0.message)

@@ -47,6 +47,9 @@ struct Options {
     var migrateFrom: String?
     /// `token --adal-cache` (env `MSAL_ADAL_CACHE`): an ADAL for Python cache searched for `--account`.
     var adalCache: String?
+    /// `--adal-keyed` (env `MSAL_ADAL_KEYED=1`): `migrate-adal` migrates, and `token` also searches,
+    /// the ADAL keyed items in the cache store itself.
+    var adalKeyed = false
     /// The arguments after a command that parses its own (`dev-provider`).
     var commandArguments: [String] = []
 
@@ -55,7 +58,7 @@ struct Options {
     /// Whether the command may create the cache file: a sign-in, a migration, and a silent request
     /// that may upgrade a legacy account (its tokens must outlive the process).
     var createsCache: Bool {
-        command == "login" || command == "migrate-adal" || (command == "token" && adalCache != nil)
+        command == "login" || command == "migrate-adal" || (command == "token" && (adalCache != nil || adalKeyed))
     }
 
     /// Parses the arguments after the program name; environment fallbacks come from `environment`.
@@ -88,6 +91,7 @@ struct Options {
             case "--known-authority": options.knownAuthorities.append(try value(for: argument))
             case "--from": options.migrateFrom = try value(for: argument)
             case "--adal-cache": options.adalCache = try value(for: argument)
+            case "--adal-keyed": options.adalKeyed = true
             case "--scope": options.scopes.append(try value(for: argument))
             case "--account": options.account = try value(for: argument)
             case "--cache": options.cache = try value(for: argument)
@@ -135,9 +139,14 @@ struct Options {
         if options.adalCache != nil && options.command != "token" {
             throw UsageError(message: "--adal-cache applies to 'token' only (to migrate a whole ADAL cache, run 'msal migrate-adal --from PATH')")
         }
+        if options.adalKeyed && options.command != "token" && options.command != "migrate-adal" {
+            throw UsageError(message: "--adal-keyed applies to 'token' and 'migrate-adal' only")
+        }
         if options.command == "migrate-adal" {
-            guard options.migrateFrom != nil else {
-                throw UsageError(message: "'migrate-adal' needs --from PATH (the Azure CLI's ADAL cache is ~/.azure/accessTokens.json)")
+            guard (options.migrateFrom != nil) != options.adalKeyed else {
+                throw UsageError(message: options.adalKeyed
+                    ? "'migrate-adal' migrates one source: --from PATH or --adal-keyed, not both"
+                    : "'migrate-adal' needs --from PATH (the Azure CLI's ADAL cache is ~/.azure/accessTokens.json) or --adal-keyed (ADAL's keyed items in the cache store)")
             }
             if options.authority != nil || options.authorityType != nil {
                 throw UsageError(message: "--authority and --authority-type do not apply to 'migrate-adal': each entry is redeemed at its own _authority")
@@ -146,10 +155,11 @@ struct Options {
                 throw UsageError(message: "--scope does not apply to 'migrate-adal': each entry asks for <resource>/.default")
             }
         }
-        if options.command == "token", options.adalCache != nil, options.account == nil {
-            throw UsageError(message: "--adal-cache needs --account <UPN>: the ADAL user to find and upgrade")
+        if options.command == "token", options.adalCache != nil || options.adalKeyed, options.account == nil {
+            throw UsageError(message: "\(options.adalKeyed ? "--adal-keyed" : "--adal-cache") needs --account <UPN>: the ADAL user to find and upgrade")
         }
         if options.command == "token", options.account != nil, options.adalCache == nil { options.adalCache = fallback("MSAL_ADAL_CACHE") }
+        if options.command == "token", options.account != nil, fallback("MSAL_ADAL_KEYED") == "1" { options.adalKeyed = true }
         if options.authority == nil, options.command != "migrate-adal" { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
         if !arguments.contains("--cache-backend"), let raw = fallback("MSAL_CACHE_BACKEND") {
@@ -210,8 +220,9 @@ struct Options {
       token                 get an access token silently (cache, else refresh token)
       accounts              list the signed-in accounts
       logout                remove an account and its tokens from the cache
-      migrate-adal          move the users of an ADAL cache (the Azure CLI's accessTokens.json) to the
-                            MSAL cache, entry by entry, without signing in again
+      migrate-adal          move the users of an ADAL cache (the Azure CLI's accessTokens.json, or ADAL's
+                            keyed items in the cache store) to the MSAL cache, entry by entry, without
+                            signing in again
       demo                  run the whole flow against a local Entra-compatible provider
       dev-provider          serve the local Entra-compatible provider until stopped ('msal dev-provider --help')
 
@@ -225,6 +236,9 @@ struct Options {
       --adal-cache PATH           token: also look --account up in this ADAL for Python cache and
                                   upgrade it silently (env MSAL_ADAL_CACHE); the file is never changed
       --from PATH                 migrate-adal: the ADAL for Python cache to migrate (read-only)
+      --adal-keyed                migrate-adal: migrate ADAL's keyed items (MSOpenTech.ADAL.1|...) kept in
+                                  the cache store's access group; token: also look --account up there
+                                  (env MSAL_ADAL_KEYED=1); the items are never changed
       --cache-backend B           sqlite (default), keyring, encrypted-file, json, or auto (keyring, else
                                   encrypted file) (env MSAL_CACHE_BACKEND)
       --cache PATH                the cache file (env MSAL_CACHE; default $XDG_DATA_HOME/msal/msal_cache.sqlite,

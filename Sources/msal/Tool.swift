@@ -79,6 +79,7 @@ enum Tool {
             accessGroup: options.accessGroup ?? TokenCacheAccessGroup.default)
         if let redirect = try redirectURI(options) { configuration.redirectURI = redirect }
         if let adalCache = options.adalCache { configuration.legacyCaches = [ADALPythonTokenCache(path: adalCache)] }
+        if options.adalKeyed && options.command == "token" { configuration.readsADALKeyedItems = true }
         return (try PublicClientApplication(configuration: configuration), authority)
     }
 
@@ -204,7 +205,16 @@ enum Tool {
             case .text: Console.out("Removed \(account.username ?? account.identifier) (\(account.environment)) from the cache.")
             }
         case "migrate-adal":
-            try await MigrateADAL.run(application, from: options.migrateFrom ?? "", output: options.output)
+            let source: any LegacyTokenCache
+            if let path = options.migrateFrom {
+                source = ADALPythonTokenCache(path: path)
+            } else {
+                guard let store = application.cacheStore as? any ADALKeyedItemStore else {
+                    throw UsageError(message: "the cache store keeps no ADAL keyed items")
+                }
+                source = ADALKeyedTokenCache(store: store)
+            }
+            try await MigrateADAL.run(application, from: source, output: options.output)
         default:
             throw UsageError(message: "unknown command '\(options.command)'")
         }
@@ -223,7 +233,7 @@ enum Tool {
             // With --adal-cache: a user of the ADAL cache who has not been migrated yet (the silent
             // request upgrades it); two accounts with the username are an ambiguousAccount error.
             // (An MSAL account of another provider's environment is not one of this authority's.)
-            if !application.configuration.legacyCaches.isEmpty, let legacy = try application.account(forUsername: name),
+            if !application.configuration.legacyCaches.isEmpty || application.configuration.readsADALKeyedItems, let legacy = try application.account(forUsername: name),
                try !application.allAccounts().contains(where: { $0.identifier.lowercased() == legacy.identifier.lowercased() }) {
                 return legacy
             }

@@ -14,7 +14,7 @@ struct ConformanceSuiteSelfTests {
         case ignoresRemovals, upsertsBeforeRemovals, dropsUnknownFields, emptyChangeMovesStamp, stampNeverMoves
         case stampBlindToOtherInstances, losesConcurrentUpdates, readersSeeHalfChanges, ignoresAccessGroups
         case wrongDefaultGroup, forgetsOnReopen, overwritesDamagedFile, secretInLockError, partialWriteWhenLocked
-        case writesWithoutLock, instancesShareNothing, needsExistingDirectory
+        case writesWithoutLock, instancesShareNothing, needsExistingDirectory, dropsKeyedItemsOnWrite
 
         var testDescription: String { rawValue }
 
@@ -36,6 +36,7 @@ struct ConformanceSuiteSelfTests {
             case .writesWithoutLock: "concurrent writers on two instances"
             case .instancesShareNothing: "stores of the same access group"
             case .needsExistingDirectory: "a location that does not exist yet"
+            case .dropsKeyedItemsOnWrite: "ADAL keyed items"
             }
         }
 
@@ -78,6 +79,7 @@ struct ConformanceSuiteSelfTests {
                     }
                     return try StoreConformanceTests.jsonFile.makeStore(location, group)
                 }
+            case .dropsKeyedItemsOnWrite: Self.memory { KeyedItemDroppingStore(group: $0) }
             case .partialWriteWhenLocked:
                 // Writes the removals without the lock, then fails on the upserts.
                 Self.file(impatient: { PartialStore(try JSONFileTokenCacheStore(path: $0, lockTimeout: 0.2), path: $0) }) {
@@ -278,4 +280,28 @@ final class UnlockedFileStore: TokenCacheStore, @unchecked Sendable {
         document.replace(accessGroup: accessGroup, with: contents)
         try file.replace(with: document.serialized())
     }
+}
+
+/// Keeps ADAL keyed items beside its entries, but every MSAL write loses them.
+final class KeyedItemDroppingStore: ADALKeyedItemStore, @unchecked Sendable {
+    let accessGroup: String
+    private let inner: InMemoryTokenCacheStore
+    private let items = Mutex<[String: ADALKeyedItem]>([:])
+
+    init(group: String?) {
+        accessGroup = group ?? TokenCacheAccessGroup.default
+        inner = InMemoryTokenCacheStore(accessGroup: accessGroup)
+    }
+
+    func readAll() throws(MSALError) -> TokenCacheContents { try inner.readAll() }
+    func apply(_ change: TokenCacheChange) throws(MSALError) {
+        try inner.apply(change)
+        items.withLock { $0 = [:] }
+    }
+    func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() &+ UInt64(items.withLock { $0.count }) }
+    func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
+        items.withLock { $0.values.sorted { ($0.service, $0.account) < ($1.service, $1.account) } }
+    }
+    func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) { items.withLock { $0[item.service + "|" + item.account] = item } }
+    func removeADALKeyedItem(service: String, account: String) throws(MSALError) { items.withLock { $0[service + "|" + account] = nil } }
 }
