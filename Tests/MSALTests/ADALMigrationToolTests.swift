@@ -1,4 +1,6 @@
 import Foundation
+import MSALCache
+import MSALCacheSQLite
 import MSALCore
 import MSALTestSupport
 import Testing
@@ -144,6 +146,9 @@ struct ADALMigrationToolTests {
         ["accounts", "--client-id", "a", "--adal-cache", "x.json"],
         ["token", "--client-id", "a", "--scope", "s", "--from", "x.json"],
         ["token", "--client-id", "a", "--scope", "s", "--adal-cache", "x.json"],
+        ["token", "--client-id", "a", "--scope", "s", "--adal-keyed"],
+        ["accounts", "--client-id", "a", "--adal-keyed"],
+        ["migrate-adal", "--client-id", "a", "--from", "x.json", "--adal-keyed"],
     ])
     func usage(arguments: [String]) async throws {
         let run = try await ToolRun.run(arguments)
@@ -227,6 +232,75 @@ struct ADALMigrationToolTests {
         // Nothing was written beside the ADAL file (the MSAL cache is cache.sqlite and its companions).
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
         #expect(files.filter { $0.hasPrefix("accessTokens") } == ["accessTokens.json"])
+        #expect(await server.terminate() == 0)
+    }
+
+    @Test("End to end through msal dev-provider with ADAL keyed items in the SQLite cache: token --adal-keyed upgrades, migrate-adal --adal-keyed reports each item, the items stay")
+    func devProviderKeyedItems() async throws {
+        let server = try await DevProviderTests.Server(["--port", "0", "--output", "json"])
+        let startup = try server.startup()
+        let base = try #require(startup["base_url"] as? String)
+        let client = try #require((startup["clients"] as? [[String: Any]])?.first?["client_id"] as? String)
+        let http = DevProviderTests()
+        let tenant = "6a4c2e0b-8d1f-4b3a-9c5e-7f0a2b4c6d8e"
+        let added = try await http.send("POST", "\(base)/_control/users", json: ["username": "dana@northwind.example", "tenant_id": tenant])
+        #expect(added.status == 200, "\(added.body)")
+        func mint(_ body: [String: Any]) async throws -> (entry: [String: Any], item: ADALKeyedItem) {
+            let answer = try await http.send("POST", "\(base)/_control/legacy/refresh-token", json: body)
+            #expect(answer.status == 200, "\(answer.body)")
+            let keyed = try #require(answer.body["adal_keyed_item"] as? [String: Any])
+            let service = try #require(keyed["service"] as? String)
+            let account = try #require(keyed["account"] as? String)
+            let encoded = try #require(keyed["value"] as? String)
+            let item = ADALKeyedItem(service: service, account: account, value: try #require(Data(base64Encoded: encoded)))
+            return (try #require(answer.body["adal_entry"] as? [String: Any]), item)
+        }
+        let alice = try await mint([:])
+        let dana = try await mint(["username": "dana@northwind.example"])
+        #expect(alice.item.service.hasPrefix("MSOpenTech.ADAL.1|"))
+        #expect(alice.item.userID == "alice@contoso.example")
+        #expect(try ADALTokenCacheItem(archive: alice.item.value).refreshToken == alice.entry["refreshToken"] as? String)
+        let revoked = try await http.send("POST", "\(base)/_control/revoke", json: ["username": "dana@northwind.example"])
+        #expect(revoked.body["revoked"] as? Int == 1)
+
+        // The items sit in the app's own SQLite cache, as MSAL for iOS/macOS finds ADAL's in its keychain group.
+        let directory = TemporaryDirectory()
+        let cachePath = directory.path("cache.sqlite")
+        let store = try SQLiteTokenCacheStore(path: cachePath)
+        try store.setADALKeyedItem(alice.item)
+        try store.setADALKeyedItem(dana.item)
+        let itemsBefore = try store.adalKeyedItems()
+        let secrets = [alice.entry, dana.entry].flatMap { [$0["refreshToken"] as? String ?? "?", $0["accessToken"] as? String ?? "?"] }
+        let cache = ["--client-id", client, "--cache", cachePath]
+        let authority = ["--authority", "\(base)/organizations", "--authority-type", "aad"]
+        let aliceID = "\(LocalIdentityProvider.demoUser.objectID).\(LocalIdentityProvider.demoTenantID)"
+
+        // Without --adal-keyed the user is unknown; with it, found and upgraded.
+        let unknown = try await ToolRun.run(["token", "--account", "alice@contoso.example", "--scope", Self.scope] + cache + authority)
+        #expect(unknown.status == 3, "\(unknown.stderr)")
+        let token = try await ToolRun.run(
+            ["token", "--account", "ALICE@contoso.example", "--adal-keyed", "--scope", Self.scope, "--output", "json"] + cache + authority)
+        #expect(token.status == 0, "\(token.stderr)")
+        #expect(token.stdout.contains(aliceID))
+        let again = try await ToolRun.run(["token", "--account", aliceID, "--scope", Self.scope, "--output", "json"] + cache + authority)
+        #expect(again.status == 0 && again.stdout.contains("\"token_source\":\"cache\""), "\(again.stderr)")
+
+        let migrated = try await ToolRun.run(["migrate-adal", "--adal-keyed", "--output", "json"] + cache)
+        #expect(migrated.status == 3, "\(migrated.stderr)")  // Dana's token was revoked
+        let rows = try Self.lines(migrated)
+        #expect(rows.count == 2)
+        let byUser = Dictionary(uniqueKeysWithValues: rows.map { ($0["user_id"] as? String ?? "-", $0) })
+        #expect(byUser["alice@contoso.example"]?["status"] as? String == "migrated")
+        #expect(byUser["alice@contoso.example"]?["account"] as? String == aliceID)
+        #expect(byUser["alice@contoso.example"]?["resource"] as? String == "https://management.core.windows.net/")
+        #expect(byUser["dana@northwind.example"]?["status"] as? String == "failed")
+        #expect((byUser["dana@northwind.example"]?["reason"] as? String)?.hasPrefix("interactionRequired") == true)
+        let text = try await ToolRun.run(["migrate-adal", "--adal-keyed"] + cache)
+        #expect(text.stdout.contains("1 migrated, 0 skipped, 1 failed."), "\(text.stdout)")
+        for run in [token, again, migrated, text, unknown] {
+            for secret in secrets { #expect(!run.stdout.contains(secret) && !run.stderr.contains(secret)) }
+        }
+        #expect(try SQLiteTokenCacheStore(path: cachePath).adalKeyedItems() == itemsBefore)
         #expect(await server.terminate() == 0)
     }
 }
