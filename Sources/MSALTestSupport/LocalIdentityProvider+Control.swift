@@ -22,7 +22,7 @@ extension LocalIdentityProvider {
     /// - `POST /_control/fail-next {"count"?, "kind": "oauth|status|empty|html|throttled|declined", ...}`,
     /// - `POST /_control/users {"username", "tenant_id"?, "object_id"?, "name"?}`,
     /// - `POST /_control/legacy/refresh-token {"username"?, "client_id"?, "resource"?, "tenant"?}` →
-    ///   `{"adal_entry": {...}}`, an ADAL for Python cache entry with a refresh token the v2.0
+    ///   `{"adal_entry": {...}, "adal_keyed_item": {...}}`, an ADAL for Python cache entry (and the keyed item of ADAL for iOS/macOS) with a refresh token the v2.0
     ///   endpoint redeems (``issueLegacyRefreshToken(username:clientID:resource:tenant:)``),
     /// - `POST /_control/revoke {"username"? | "refresh_token"?}` → `{"revoked": n}`,
     /// - `GET /_control/requests` → `{"requests": [...]}`, secrets redacted,

@@ -24,6 +24,7 @@ func silentThenInteractive(_ application: PublicClientApplication, account: Acco
 func migrationGuideConfiguration(_ configuration: inout PublicClientApplicationConfiguration) {
     // GUIDE-CONFIG-BEGIN
    configuration.legacyCaches = [ADALPythonTokenCache(path: ADALPythonTokenCache.defaultPath())]
+   configuration.readsADALKeyedItems = true
     // GUIDE-CONFIG-END
 }
 
