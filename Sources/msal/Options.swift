@@ -1,4 +1,5 @@
 import Foundation
+import MSALCache
 import MSALCore
 
 /// A command line the tool could not accept; exit code 2.
@@ -159,6 +160,12 @@ struct Options {
             throw UsageError(message: "\(options.adalKeyed ? "--adal-keyed" : "--adal-cache") needs --account <UPN>: the ADAL user to find and upgrade")
         }
         if options.command == "token", options.account != nil, options.adalCache == nil { options.adalCache = fallback("MSAL_ADAL_CACHE") }
+        // Else the Azure CLI's ADAL file when it exists, as MSAL for iOS/macOS reads ADAL's cache
+        // without being asked: `token --account <UPN>` finds a user who is only there.
+        if options.command == "token", options.account != nil, options.adalCache == nil {
+            let azureCLI = ADALPythonTokenCache.defaultPath(environment: environment)
+            if FileManager.default.fileExists(atPath: azureCLI) { options.adalCache = azureCLI }
+        }
         if options.command == "token", options.account != nil, fallback("MSAL_ADAL_KEYED") == "1" { options.adalKeyed = true }
         if options.authority == nil, options.command != "migrate-adal" { options.authority = fallback("MSAL_AUTHORITY") }
         if options.clientID == nil { options.clientID = fallback("MSAL_CLIENT_ID") }
@@ -234,7 +241,8 @@ struct Options {
       --scope S                   a scope to request; repeat for several
       --account ID_OR_USERNAME    the account (identifier or username) for token/logout
       --adal-cache PATH           token: also look --account up in this ADAL for Python cache and
-                                  upgrade it silently (env MSAL_ADAL_CACHE); the file is never changed
+                                  upgrade it silently (env MSAL_ADAL_CACHE; default the Azure CLI's
+                                  ~/.azure/accessTokens.json when it exists); the file is never changed
       --from PATH                 migrate-adal: the ADAL for Python cache to migrate (read-only)
       --adal-keyed                migrate-adal: migrate ADAL's keyed items (MSOpenTech.ADAL.1|...) kept in
                                   the cache store's access group; token: also look --account up there

@@ -139,6 +139,29 @@ struct ADALMigrationToolTests {
         fixture.expectLegacyUnchanged()
     }
 
+    @Test("token --account <UPN> reads the Azure CLI's ADAL file by default (AZURE_CONFIG_DIR, else ~/.azure) when it exists")
+    func tokenWithDefaultADALFile() async throws {
+        let fixture = try ADALFixture(systemClock: true)
+        defer { fixture.stop() }
+        let azureConfig = fixture.legacyDirectory.url.path  // holds accessTokens.json
+        let upgraded = try await Self.msal(
+            fixture, ["token", "--account", "alice@contoso.example", "--scope", Self.scope, "--output", "json"],
+            environment: ["AZURE_CONFIG_DIR": azureConfig])
+        #expect(upgraded.status == 0, "\(upgraded.stderr)")
+        #expect(upgraded.stdout.contains(Self.aliceID))
+        // AZURE_ACCESS_TOKEN_FILE names the file itself (Cloud Shell); a missing default file is no error.
+        let bob = try await Self.msal(
+            fixture, ["token", "--account", ADALFixture.bob.username, "--scope", Self.scope, "--output", "json"],
+            environment: ["AZURE_ACCESS_TOKEN_FILE": fixture.legacyPath, "AZURE_CONFIG_DIR": "/nonexistent"])
+        #expect(bob.status == 0, "\(bob.stderr)")
+        let nobody = try await Self.msal(
+            fixture, ["token", "--account", "carol@contoso.example", "--scope", Self.scope],
+            environment: ["AZURE_CONFIG_DIR": fixture.directory.path("no-azure-here")])
+        #expect(nobody.status == 3, "\(nobody.stderr)")
+        for run in [upgraded, bob, nobody] { Self.expectNoSecrets(run, fixture.secrets) }
+        fixture.expectLegacyUnchanged()
+    }
+
     @Test("Usage errors exit 2", arguments: [
         ["migrate-adal", "--client-id", "a"],
         ["migrate-adal", "--client-id", "a", "--from", "x.json", "--authority", "https://login.microsoftonline.com/common"],
