@@ -188,19 +188,39 @@ public enum ADALKeyedItemSection {
     }
 }
 
-extension InMemoryTokenCacheStore: ADALKeyedItemStore {
-    /// The keyed items, sorted by service then account; never throws.
+/// A store that keeps each access group as one MSAL JSON document and changes it whole under its
+/// lock (the in-memory, JSON file and encrypted file stores): its ADAL keyed items live in the
+/// group's section ``ADALKeyedItemSection/sectionName``, and ``ADALKeyedItemStore`` comes with it.
+public protocol DocumentTokenCacheStore: ADALKeyedItemStore {
+    /// Under the store's lock: reads this group's contents, lets `body` change them, and when `body`
+    /// returns `true` stores them atomically (as ``TokenCacheStore/apply(_:)`` stores a change).
+    /// - Throws: ``MSALError`` as ``TokenCacheStore/apply(_:)`` does; then nothing was stored.
+    func updateContents(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError)
+}
+
+extension DocumentTokenCacheStore {
+    /// The keyed items of the group's section, sorted by service then account.
+    /// - Throws: as ``TokenCacheStore/readAll()``.
     public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
         ADALKeyedItemSection.items(in: try readAll())
     }
 
-    /// Stores the item under the lock (a non-empty change: the stamp moves); never throws.
+    /// Stores the item in the group's section (one ``updateContents(_:)``).
+    /// - Throws: as ``TokenCacheStore/apply(_:)``.
     public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
-        update { ADALKeyedItemSection.set(item, in: &$0); return true }
+        try updateContents { ADALKeyedItemSection.set(item, in: &$0); return true }
     }
 
-    /// Removes the item under the lock; the stamp moves when there was one. Never throws.
+    /// Removes the item from the group's section; nothing is written when there is none.
+    /// - Throws: as ``TokenCacheStore/apply(_:)``.
     public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
-        update { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
+        try updateContents { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
+    }
+}
+
+extension InMemoryTokenCacheStore: DocumentTokenCacheStore {
+    /// Runs `body` on the contents under the lock; the stamp moves when it returns `true`. Never throws.
+    public func updateContents(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError) {
+        update(body)
     }
 }

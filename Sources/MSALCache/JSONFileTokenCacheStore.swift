@@ -129,23 +129,11 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
     }
 }
 
-extension JSONFileTokenCacheStore: ADALKeyedItemStore {
-    /// The keyed items of this store's access group (section ``ADALKeyedItemSection/sectionName``).
-    /// - Returns: the items sorted by service then account.
-    /// - Throws: as ``readAll()``.
-    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
-        ADALKeyedItemSection.items(in: try readAll())
-    }
-
-    /// Stores the item: locks, reads, sets it, replaces the file atomically.
+extension JSONFileTokenCacheStore: DocumentTokenCacheStore {
+    /// Under the file's lock: reads this group's contents, lets `body` change them, and when it
+    /// returns `true` replaces the file atomically (as ``apply(_:)``).
     /// - Throws: as ``apply(_:)``.
-    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
-        _ = try update { ADALKeyedItemSection.set(item, in: &$0); return true }
-    }
-
-    /// Removes the item; the file is not written when there is none.
-    /// - Throws: as ``apply(_:)``.
-    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
-        _ = try update { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
+    public func updateContents(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError) {
+        _ = try update(body)
     }
 }

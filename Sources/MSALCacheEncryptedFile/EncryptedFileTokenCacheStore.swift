@@ -254,24 +254,11 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     }
 }
 
-extension EncryptedFileTokenCacheStore: ADALKeyedItemStore {
-    /// The keyed items of this store's access group (section ``ADALKeyedItemSection/sectionName`` of
-    /// the decrypted document).
-    /// - Returns: the items sorted by service then account.
-    /// - Throws: as ``readAll()``.
-    public func adalKeyedItems() throws(MSALError) -> [ADALKeyedItem] {
-        ADALKeyedItemSection.items(in: try readAll())
-    }
-
-    /// Stores the item: locks, decrypts, sets it, seals and replaces the file atomically.
+extension EncryptedFileTokenCacheStore: DocumentTokenCacheStore {
+    /// Under the file's lock: reads this group's contents, lets `body` change them, and when it
+    /// returns `true` decrypts, seals and replaces the file atomically (as ``apply(_:)``).
     /// - Throws: as ``apply(_:)``.
-    public func setADALKeyedItem(_ item: ADALKeyedItem) throws(MSALError) {
-        _ = try update { ADALKeyedItemSection.set(item, in: &$0); return true }
-    }
-
-    /// Removes the item; the file is not written when there is none.
-    /// - Throws: as ``apply(_:)``.
-    public func removeADALKeyedItem(service: String, account: String) throws(MSALError) {
-        _ = try update { ADALKeyedItemSection.remove(service: service, account: account, from: &$0) }
+    public func updateContents(_ body: (inout TokenCacheContents) -> Bool) throws(MSALError) {
+        _ = try update(body)
     }
 }
