@@ -195,16 +195,23 @@ struct ADALMigrationToolTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: garbage)) == Data("{\"refreshToken\": \"rt-in-a-garbage-file\"".utf8))
     }
 
-    @Test("End to end through msal dev-provider: mint ADAL entries with the control API, migrate them, get tokens")
-    func devProvider() async throws {
+    /// `msal dev-provider` on a free port, with the user Dana added in a tenant of her own.
+    /// - Returns: the server, its base URL, its client ID and Dana's tenant.
+    static func devProviderWithDana() async throws -> (DevProviderTests.Server, String, String, String) {
         let server = try await DevProviderTests.Server(["--port", "0", "--output", "json"])
         let startup = try server.startup()
         let base = try #require(startup["base_url"] as? String)
         let client = try #require((startup["clients"] as? [[String: Any]])?.first?["client_id"] as? String)
-        let http = DevProviderTests()
         let tenant = "6a4c2e0b-8d1f-4b3a-9c5e-7f0a2b4c6d8e"
-        let added = try await http.send("POST", "\(base)/_control/users", json: ["username": "dana@northwind.example", "tenant_id": tenant])
+        let added = try await DevProviderTests().send("POST", "\(base)/_control/users", json: ["username": "dana@northwind.example", "tenant_id": tenant])
         #expect(added.status == 200, "\(added.body)")
+        return (server, base, client, tenant)
+    }
+
+    @Test("End to end through msal dev-provider: mint ADAL entries with the control API, migrate them, get tokens")
+    func devProvider() async throws {
+        let (server, base, client, tenant) = try await Self.devProviderWithDana()
+        let http = DevProviderTests()
         func mint(_ body: [String: Any]) async throws -> [String: Any] {
             let answer = try await http.send("POST", "\(base)/_control/legacy/refresh-token", json: body)
             #expect(answer.status == 200, "\(answer.body)")
@@ -260,14 +267,8 @@ struct ADALMigrationToolTests {
 
     @Test("End to end through msal dev-provider with ADAL keyed items in the SQLite cache: token --adal-keyed upgrades, migrate-adal --adal-keyed reports each item, the items stay")
     func devProviderKeyedItems() async throws {
-        let server = try await DevProviderTests.Server(["--port", "0", "--output", "json"])
-        let startup = try server.startup()
-        let base = try #require(startup["base_url"] as? String)
-        let client = try #require((startup["clients"] as? [[String: Any]])?.first?["client_id"] as? String)
+        let (server, base, client, tenant) = try await Self.devProviderWithDana()
         let http = DevProviderTests()
-        let tenant = "6a4c2e0b-8d1f-4b3a-9c5e-7f0a2b4c6d8e"
-        let added = try await http.send("POST", "\(base)/_control/users", json: ["username": "dana@northwind.example", "tenant_id": tenant])
-        #expect(added.status == 200, "\(added.body)")
         func mint(_ body: [String: Any]) async throws -> (entry: [String: Any], item: ADALKeyedItem) {
             let answer = try await http.send("POST", "\(base)/_control/legacy/refresh-token", json: body)
             #expect(answer.status == 200, "\(answer.body)")
