@@ -1,4 +1,5 @@
 public import Foundation
+internal import MSALCore
 
 /// A fresh directory under the system's temporary directory, removed with everything in it when the
 /// value goes away: the place tests put real cache files.
@@ -38,4 +39,18 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// The mode bits of a file (`st_mode & 0o777`), e.g. `0o600`.
+/// - Returns: the bits; -1 when Foundation reports none.
+/// - Throws: when the file cannot be examined.
+public func permissions(_ path: String) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: path)
+    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
+
+/// Whether `error` is an ``MSALError`` `.internal(.cacheError)` whose message contains `text`.
+public func isCacheError(_ error: any Error, containing text: String) -> Bool {
+    guard let error = error as? MSALError else { return false }
+    return error == .internal(.cacheError, "") && error.message.contains(text)
 }

@@ -67,18 +67,6 @@ enum SQLiteShell {
     static func quote(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 }
 
-/// Mode bits of a file (`st_mode & 0o777`).
-func permissions(_ path: String) throws -> Int {
-    let attributes = try FileManager.default.attributesOfItem(atPath: path)
-    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
-}
-
-/// Whether `error` is an MSAL cache error whose message contains `text`.
-func isCacheError(_ error: any Error, containing text: String) -> Bool {
-    guard let error = error as? MSALError else { return false }
-    return error == .internal(.cacheError, "") && error.message.contains(text)
-}
-
 /// A separate `sqlite3` process holding a database's write lock (`BEGIN IMMEDIATE`) until released.
 final class ShellWriteLock {
     private let process = Process()
