@@ -2,6 +2,7 @@ import Foundation
 import MSAL
 import MSALCache
 import MSALCacheEncryptedFile
+import MSALCacheKeyring
 import MSALCacheSQLite
 import MSALCore
 import MSALTestSupport
@@ -9,18 +10,22 @@ import Testing
 
 /// ADAL's keyed items kept beside the MSAL cache in the app's own store (as MSAL for iOS/macOS finds
 /// them in its keychain access group), migrated through the facade against the local provider, on
-/// real files of each file-backed store.
+/// real files of each file-backed store and, in a throwaway keyring session, the Secret Service.
 @Suite("Migration from ADAL: keyed items in the app's own store")
 struct ADALKeyedMigrationTests {
     enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case sqlite, encryptedFile, jsonFile
+        case sqlite, encryptedFile, jsonFile, keyring
         var testDescription: String { rawValue }
+
+        /// Every backend this run can use (the keyring only in a throwaway keyring session).
+        static var available: [Backend] { allCases.filter { $0 != .keyring || ThrowawayKeyring.inUse } }
 
         func cacheBackend(in directory: TemporaryDirectory) -> TokenCacheBackend {
             switch self {
             case .sqlite: .sqlite(path: directory.path("cache.sqlite"))
             case .encryptedFile: .encryptedFile(path: directory.path("cache.bin"), key: .keyFile(path: directory.path("cache.key")))
             case .jsonFile: .jsonFile(path: directory.path("cache.json"))
+            case .keyring: .keyring
             }
         }
     }
@@ -35,6 +40,8 @@ struct ADALKeyedMigrationTests {
         let clock = ManualWallClock(Date(timeIntervalSince1970: 1_800_000_000))
         let directory = TemporaryDirectory()
         let backend: Backend
+        /// The default group on files; a group of its own in the shared keyring session.
+        let accessGroup: String
         let aliceHome: LocalIdentityProvider.LegacyTokens
         let aliceGuest: LocalIdentityProvider.LegacyTokens
         let bobHome: LocalIdentityProvider.LegacyTokens
@@ -43,6 +50,8 @@ struct ADALKeyedMigrationTests {
 
         init(_ backend: Backend, extraItems: (_ aliceHome: LocalIdentityProvider.LegacyTokens) throws -> [ADALKeyedItem] = { _ in [] }) throws {
             self.backend = backend
+            accessGroup = backend == .keyring
+                ? "org.swift-msal.tests.keyed-\(UUID().uuidString.prefix(8).lowercased())" : TokenCacheAccessGroup.default
             provider = LocalIdentityProvider(clock: clock)
             provider.addUser(ADALFixture.bob)
             try provider.addGuest(username: ADALFixture.alice.username, tenantID: ADALFixture.fabrikam)
@@ -63,14 +72,14 @@ struct ADALKeyedMigrationTests {
 
         /// The store the app opens, as a keyed-item store (a second instance on the same file).
         func keyedStore() throws -> any ADALKeyedItemStore {
-            let store = try backend.cacheBackend(in: directory).makeStore(accessGroup: TokenCacheAccessGroup.default, logger: .none)
+            let store = try backend.cacheBackend(in: directory).makeStore(accessGroup: accessGroup, logger: .none)
             return try #require(store as? any ADALKeyedItemStore)
         }
 
         func application(readsKeyedItems: Bool = true) throws -> PublicClientApplication {
             var configuration = PublicClientApplicationConfiguration(
                 clientID: LocalIdentityProvider.demoClientID, authority: try Authority(provider.authority(tenant: "organizations"), type: .aad),
-                cacheBackend: backend.cacheBackend(in: directory))
+                cacheBackend: backend.cacheBackend(in: directory), accessGroup: accessGroup)
             configuration.readsADALKeyedItems = readsKeyedItems
             configuration.clock = clock
             let log = self.log
@@ -94,10 +103,19 @@ struct ADALKeyedMigrationTests {
             }
         }
 
-        func stop() { provider.stop() }
+        /// Stops the provider; in the keyring, removes what the test stored there.
+        func stop() {
+            provider.stop()
+            guard backend == .keyring, let store = try? keyedStore() else { return }
+            for item in (try? store.adalKeyedItems()) ?? [] { try? store.removeADALKeyedItem(service: item.service, account: item.account) }
+            if let contents = try? store.readAll() {
+                let removals = CacheEntryKind.allCases.flatMap { kind in contents.entries(of: kind).map { CacheEntryRemoval(kind: kind, key: $0.key) } }
+                try? store.apply(TokenCacheChange(removals: removals))
+            }
+        }
     }
 
-    @Test("Found by username, upgraded by the first silent request, then found by identifier without reading keyed items", arguments: Backend.allCases)
+    @Test("Found by username, upgraded by the first silent request, then found by identifier without reading keyed items", arguments: Backend.available)
     func foundUpgradedFound(_ backend: Backend) async throws {
         let fixture = try Fixture(backend)
         defer { fixture.stop() }
