@@ -110,11 +110,7 @@ extension PublicClientApplication {
     /// The Entra ID authority of a legacy entry, or `nil` for AD FS and anything that does not parse
     /// as an Entra authority with a tenant.
     static func legacyAuthority(_ entry: LegacyTokenEntry) -> Authority? {
-        let firstSegment = URL(string: entry.authority)?.path.split(separator: "/").first?.lowercased()
-        guard firstSegment != "adfs", let authority = try? Authority(entry.authority, type: .aad), authority.tenant != nil else {
-            return nil
-        }
-        return authority
+        entry.entraAuthority
     }
 
     /// The legacy user a silent request's account stands for, when the MSAL cache does not have the
@@ -181,16 +177,30 @@ extension PublicClientApplication {
                     entry, authority: authority, scopes: scopes, extraParameters: extraParameters, correlationID: correlationID,
                     throttleIdentifier: LegacyUser.throttleIdentifier(entry))
             } catch {
-                // A rejected token: another entry may hold a different one. Anything else (the
-                // provider is down, the app's registration is wrong) stops here.
-                guard error.code == .interactionRequired else { throw error }
+                // A failure of this entry (its token rejected, its tenant gone or not trusted):
+                // another entry may hold a token that works. Anything else (the provider is down,
+                // the app's registration is wrong, the cache cannot be written) stops here.
+                guard error.code == .interactionRequired || Self.entrySpecific.contains(error.internalCode) else { throw error }
+                logger.info("\(entry.source) entry #\(entry.position) was not redeemed (\(error.codeString)); trying the next one")
                 lastError = error
             }
         }
-        throw lastError ?? MSALError(
-            .interactionRequired, message: "The legacy ADAL cache has no refresh token for this account and client; sign in interactively.",
+        guard let lastError else {
+            throw MSALError(
+                .interactionRequired, message: "The legacy ADAL cache has no refresh token for this account and client; sign in interactively.",
+                correlationID: correlationID)
+        }
+        if lastError.code == .interactionRequired { throw lastError }
+        // No entry was accepted and the last one failed for its authority: the user signs in again.
+        throw MSALError(
+            .interactionRequired,
+            message: "No legacy (ADAL) refresh token of this account was accepted (the last: \(lastError.codeString): \(lastError.message)); sign in interactively.",
             correlationID: correlationID)
     }
+
+    /// Internal codes that concern one legacy entry only (its authority's tenant no longer exists, or
+    /// its host is not trusted): the upgrade goes on with the user's next entry.
+    static let entrySpecific: Set<MSALError.InternalCode?> = [.invalidAuthority, .failedAuthorityValidation]
 
     /// Redeems one legacy refresh token at `authority`'s v2.0 token endpoint (RFC 6749 §6) and caches
     /// the response: the same validation and cache write as any token response.

@@ -5,10 +5,13 @@ public import MSALCore
 /// place MSAL for iOS/macOS looks for ADAL users (beside its own cache, in the same keychain access
 /// group). Read-only: ``read()`` only calls ``ADALKeyedItemStore/adalKeyedItems()``.
 ///
-/// Each item becomes one ``LegacyTokenEntry``:
-/// - the authority, resource and client ID from the archived item, else from the item's service;
-/// - the user ID from the archive's `userInformation` (`userId`), else from its ID token (`upn`,
-///   else `email`, else `sub`, as ADAL derived it), else from the item's account;
+/// Each item becomes one ``LegacyTokenEntry``. The item's key is what ADAL looked items up by, so it
+/// decides; the archive only supplies the original spelling:
+/// - the authority, resource and client ID of the item's service (lowercased, as ADAL keyed them),
+///   written as the archive spells them when they are the same ignoring case;
+/// - the user ID of the item's account, written as the archive's `userInformation` (`userId`) or its
+///   ID token (`upn`, else `email`, else `sub`, as ADAL derived it) spells it when it is the same
+///   ignoring case;
 /// - the object ID, tenant ID, names and identity provider from the ID token's claims (`oid`, `tid`,
 ///   `given_name`, `family_name`, `idp`);
 /// - the MSAL home account ID from `homeAccountId`, else from `additionalServer`'s `client_info`;
@@ -70,8 +73,12 @@ public struct ADALKeyedTokenCache: LegacyTokenCache {
         }
         let claims = archived.rawIDToken.flatMap { try? IDTokenClaims(jwt: $0) }
         func claim(_ name: String) -> String? { claims?.all[name]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } }
-        let userID = archived.userID.flatMap { $0.isEmpty ? nil : $0 } ?? claim("upn") ?? claim("email") ?? claim("sub") ?? keyUserID
-        let authority = archived.authority.flatMap { $0.isEmpty ? nil : $0 } ?? parts.authority
+        /// The archive's spelling of a key part, when it is the same text ignoring case.
+        func spelled(_ keyed: String, _ candidates: String?...) -> String {
+            candidates.compactMap { $0 }.first { $0.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() == keyed } ?? keyed
+        }
+        let userID = spelled(keyUserID.lowercased(), archived.userID, claim("upn"), claim("email"), claim("sub"))
+        let authority = spelled(parts.authority, archived.authority)
         guard let url = URL(string: authority), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
               let host = url.host, !host.isEmpty
         else {
@@ -80,12 +87,12 @@ public struct ADALKeyedTokenCache: LegacyTokenCache {
         guard let refreshToken = archived.refreshToken, !refreshToken.isEmpty else {
             return skip(.noRefreshToken, userID: userID, authority: authority)
         }
-        let resource = archived.resource.flatMap { $0.isEmpty ? nil : $0 } ?? parts.resource
+        let resource = parts.resource.map { spelled($0, archived.resource) }
         let homeAccountID = archived.homeAccountID.flatMap { $0.isEmpty ? nil : $0 }
             ?? archived.additionalServer["client_info"].flatMap { try? ClientInfo(encoded: $0).homeAccountID }
         return .success(LegacyTokenEntry(
             source: source, position: position, authority: authority,
-            clientID: archived.clientID.flatMap { $0.isEmpty ? nil : $0 } ?? parts.clientID, resource: resource,
+            clientID: spelled(parts.clientID, archived.clientID), resource: resource,
             userID: userID, refreshToken: refreshToken,
             isUserIDDisplayable: archived.isUserIDDisplayable ?? (claim("upn") != nil || claim("email") != nil ? true : nil),
             homeAccountID: homeAccountID, objectID: claim("oid"), tenantID: claim("tid"), givenName: claim("given_name"),

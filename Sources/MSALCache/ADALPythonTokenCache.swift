@@ -71,19 +71,22 @@ public struct ADALPythonTokenCache: LegacyTokenCache {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file does not exist, is a directory,
     ///   cannot be read, is larger than ``maximumSize``, is not JSON, or is not a JSON list.
     public func read() throws(MSALError) -> LegacyTokenCacheContents {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .internal(.cacheError, "There is no ADAL cache at \(path); check the path (the Azure CLI kept it in ~/.azure/accessTokens.json).")
-        }
-        guard !isDirectory.boolValue else {
-            throw .internal(.cacheError, "\(path) is a directory, not an ADAL cache file.")
-        }
-        // open(2) read-only: no lock file, no temporary file, nothing written or created.
+        // open(2) read-only: no lock file, no temporary file, nothing written or created. Opening
+        // first tells a missing file (ENOENT) from one that cannot be reached (EACCES on a directory
+        // on the way), which a separate existence check would report as missing.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw .internal(.cacheError, "The ADAL cache \(path) cannot be opened (\(String(cString: strerror(errno)))); check its permissions.")
+            let code = errno
+            if code == ENOENT {
+                throw .internal(.cacheError, "There is no ADAL cache at \(path); check the path (the Azure CLI kept it in ~/.azure/accessTokens.json).")
+            }
+            throw .internal(.cacheError, "The ADAL cache \(path) cannot be opened (\(String(cString: strerror(code)))); check its permissions and those of its directories.")
         }
         defer { close(descriptor) }
+        var status = stat()
+        if fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw .internal(.cacheError, "\(path) is a directory, not an ADAL cache file.")
+        }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while data.count <= Self.maximumSize {

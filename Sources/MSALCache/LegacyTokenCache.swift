@@ -144,6 +144,15 @@ public struct LegacyTokenEntry: Sendable, Hashable, CustomStringConvertible {
         return segment
     }
 
+    /// The entry's authority as a Microsoft Entra ID authority with a tenant segment (`common`,
+    /// `organizations`, a tenant ID or domain), the only kind a migration redeems at; `nil` for AD FS
+    /// (`/adfs`) and anything that does not parse as one.
+    public var entraAuthority: Authority? {
+        let firstSegment = URL(string: authority)?.path.split(separator: "/").first?.lowercased()
+        guard firstSegment != "adfs", let parsed = try? Authority(authority, type: .aad), parsed.tenant != nil else { return nil }
+        return parsed
+    }
+
     /// The entry without its refresh token: source, position, authority, client ID and resource.
     /// The user ID is PII and left out too.
     public var description: String {

@@ -425,7 +425,7 @@ extension LocalIdentityProvider {
             guard var authorization = state.deviceAuthorizations[deviceCode] else {
                 return .error("bad_verification_code", [70018], "The device_code sent to the token endpoint was not recognized.")
             }
-            guard authorization.clientID == clientID else {
+            guard authorization.clientID.lowercased() == clientID.lowercased() else {
                 return .error("invalid_grant", [70000], "The device code was issued to another client.")
             }
             if authorization.status == .redeemed {
@@ -478,11 +478,11 @@ extension LocalIdentityProvider {
             if let family = grant.familyID {
                 // A family refresh token: any client of the family may redeem it; another client
                 // gets `client_mismatch`, on which MSAL falls back to the app's own token.
-                guard grant.clientID == clientID || state.families[clientID.lowercased()] == family else {
+                guard grant.clientID.lowercased() == clientID.lowercased() || state.families[clientID.lowercased()] == family else {
                     return .failure(RefreshFailure(
                         codes: [70000], message: SubError.clientMismatch.message, subError: SubError.clientMismatch.rawValue))
                 }
-            } else if grant.clientID != clientID {
+            } else if grant.clientID.lowercased() != clientID.lowercased() {  // client IDs are GUIDs: any case
                 return .failure(RefreshFailure(codes: [70000], message: "The refresh token was issued to a different client.", subError: nil))
             }
             if grant.revoked {

@@ -41,6 +41,9 @@ enum MigrateADAL {
     }
 
     static func run(_ application: PublicClientApplication, from cache: any LegacyTokenCache, output: OutputFormat) async throws {
+        // A cache store that cannot be used (not MSAL JSON, wrong key) is reported before any refresh
+        // token is redeemed: tokens that could not be stored would be lost.
+        _ = try application.allAccounts()
         let contents = try cache.read()
         var rows: [Row] = contents.skipped.map {
             Row(position: $0.position, userID: $0.userID, authority: $0.authority, resource: $0.resource, status: "skipped", reason: $0.message)
@@ -56,8 +59,10 @@ enum MigrateADAL {
                     row.status = "migrated"
                     row.account = result.account.identifier
                 } catch {
-                    if error.internalCode == .invalidAuthority {
-                        row.reason = error.message
+                    if entry.entraAuthority == nil || error.internalCode == .invalidScope {
+                        // Not an Entra ID entry (AD FS), or a resource that is no valid scope: this
+                        // entry cannot be migrated, nothing failed.
+                        row.reason = error.internalCode == .invalidScope ? "malformed: the resource is not a valid scope (\(error.message))" : error.message
                     } else {
                         row.status = "failed"
                         row.reason = "\(error.codeString): \(error.message)"
@@ -105,10 +110,15 @@ enum MigrateADAL {
     }
 
     /// `text` with control characters (line breaks from a server's error description, or planted in
-    /// the file's fields) as spaces, so each entry stays one line.
+    /// the file's fields) and bidirectional formatting characters (U+200E, U+200F, U+202A to U+202E,
+    /// U+2066 to U+2069, which could make a line read differently than it is) as spaces, so each
+    /// entry stays one honest line.
     static func oneLine(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { scalar in
-            scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? " " : scalar
+            let value = scalar.value
+            let hidden = value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x200E || value == 0x200F
+                || (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
+            return hidden ? " " : scalar
         }))
     }
 }

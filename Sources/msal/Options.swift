@@ -51,6 +51,9 @@ struct Options {
     /// `--adal-keyed` (env `MSAL_ADAL_KEYED=1`): `migrate-adal` migrates, and `token` also searches,
     /// the ADAL keyed items in the cache store itself.
     var adalKeyed = false
+    /// Whether ``adalCache`` is the Azure CLI's file found by default (not named by the user): then a
+    /// file that cannot be read is a warning, not an error.
+    var adalCacheIsDefault = false
     /// The arguments after a command that parses its own (`dev-provider`).
     var commandArguments: [String] = []
 
@@ -65,7 +68,8 @@ struct Options {
     /// Parses the arguments after the program name; environment fallbacks come from `environment`.
     static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> Options {
         guard let command = arguments.first else { throw UsageError(message: "missing command") }
-        if command == "--help" || command == "-h" { return Options(command: "help") }
+        // `msal help [anything]`, `msal --help`: the usage text (it covers every command).
+        if command == "--help" || command == "-h" || command == "help" { return Options(command: "help") }
         guard commands.contains(command) else { throw UsageError(message: "unknown command '\(command)'") }
         if command == "dev-provider" { return Options(command: command, commandArguments: Array(arguments.dropFirst())) }
         var options = Options(command: command)
@@ -164,7 +168,10 @@ struct Options {
         // without being asked: `token --account <UPN>` finds a user who is only there.
         if options.command == "token", options.account != nil, options.adalCache == nil {
             let azureCLI = ADALPythonTokenCache.defaultPath(environment: environment)
-            if FileManager.default.fileExists(atPath: azureCLI) { options.adalCache = azureCLI }
+            if FileManager.default.fileExists(atPath: azureCLI) {
+                options.adalCache = azureCLI
+                options.adalCacheIsDefault = true
+            }
         }
         if options.command == "token", options.account != nil, fallback("MSAL_ADAL_KEYED") == "1" { options.adalKeyed = true }
         if options.authority == nil, options.command != "migrate-adal" { options.authority = fallback("MSAL_AUTHORITY") }

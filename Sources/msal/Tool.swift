@@ -173,6 +173,16 @@ enum Tool {
             printResult(result, output)
         case "token":
             _ = try ScopeSet.validatedRequest(options.scopes)  // a bad scope is reported before "no account"
+            if let path = options.adalCache {
+                // A named ADAL file that cannot be read is an error, not an unknown account; the
+                // Azure CLI's file found by default only earns a warning.
+                do {
+                    _ = try ADALPythonTokenCache(path: path).read()
+                } catch {
+                    guard options.adalCacheIsDefault else { throw error }
+                    Console.err("msal: warning: the Azure CLI's ADAL cache was not read: \(error.message)")
+                }
+            }
             let account = try resolveAccount(application, options.account, authority: authority)
             let result = try await application.acquireTokenSilent(with: SilentTokenParameters(
                 scopes: options.scopes, account: account, forceRefresh: options.forceRefresh))

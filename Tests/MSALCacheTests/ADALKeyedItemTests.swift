@@ -234,6 +234,22 @@ struct ADALKeyedItemTests {
         #expect(try store.adalKeyedItems().count == 8)
     }
 
+    @Test("The item's key decides the client, resource, authority and user; the archive only supplies their spelling")
+    func keyDecides() throws {
+        let store = InMemoryTokenCacheStore()
+        let archive = try ADALKeyedItemArchive.archive(ADALTokenCacheItem(
+            resource: "https://other.example", authority: "https://login.microsoftonline.com/other.example", clientID: "other-client",
+            refreshToken: "keyed-rt-carol", userID: "mallory@other.example"))
+        try store.setADALKeyedItem(ADALKeyedItem(
+            authority: "https://login.microsoftonline.com/contoso.com", resource: "https://graph.windows.net/", clientID: Self.clientID,
+            userID: "Carol@Contoso.com", value: archive))
+        let entry = try #require(try ADALKeyedTokenCache(store: store).read().entries.first)
+        #expect(entry.clientID == Self.clientID.lowercased())
+        #expect(entry.resource == "https://graph.windows.net/")
+        #expect(entry.authority == "https://login.microsoftonline.com/contoso.com")
+        #expect(entry.userID == "carol@contoso.com")
+    }
+
     @Test("A store that cannot be read makes the whole keyed cache a cache error")
     func unreadableStore() throws {
         let directory = try ScratchDirectory()

@@ -345,6 +345,46 @@ struct ADALMigrationTests {
         #expect(order == [second.aliceHome.refreshToken, second.aliceGuest.refreshToken])  // the request's tenant first
         second.expectLegacyUnchanged()
     }
+    @Test("An entry whose tenant no longer exists is passed over and the next entry upgrades; when no entry works: interactionRequired")
+    func deletedTenantPassedOver() async throws {
+        let deleted = "00000000-0000-4000-8000-000000000000"
+        let fixture = try ADALFixture { tokens in
+            // Alice's newest entry names a tenant that was deleted since: tried first, refused at discovery.
+            var entry = tokens.aliceHome.adalPythonEntry(timeZone: TimeZone(identifier: "UTC")!).objectValue!
+            entry["_authority"] = .string(tokens.aliceHome.authority.replacingOccurrences(of: ADALFixture.alice.tenantID, with: deleted))
+            entry["tenantId"] = .string(deleted)
+            entry["expiresOn"] = .string("2099-01-01 00:00:00")
+            entry["refreshToken"] = .string("rt-of-a-deleted-tenant")
+            return [.object(entry)]
+        }
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let alice = try #require(try application.account(forUsername: ADALFixture.alice.username))
+        #expect(alice.tenantProfiles.contains { $0.tenantID == deleted })
+        let before = fixture.provider.requests.count
+        let result = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: alice))
+        #expect(result.account.identifier == Self.aliceID)
+        let tried: [String] = fixture.refreshRequests(since: before).compactMap { $0.formParameters["refresh_token"] }
+        #expect(tried == [fixture.aliceHome.refreshToken])  // the deleted tenant's entry never sent its token
+        #expect(fixture.log.lines.contains { $0.contains("was not redeemed (internal.invalidAuthority)") })
+
+        // A user whose only entry is in the deleted tenant: interactionRequired, so apps fall back to a sign-in.
+        let onlyDeleted = fixture.legacyDirectory.path("only-deleted.json")
+        var carol = fixture.aliceHome.adalPythonEntry(timeZone: TimeZone(identifier: "UTC")!).objectValue!
+        carol["userId"] = .string("carol@contoso.example")
+        carol["_authority"] = .string(fixture.aliceHome.authority.replacingOccurrences(of: ADALFixture.alice.tenantID, with: deleted))
+        carol["tenantId"] = .string(deleted)
+        try JSONEncoder().encode(JSONValue.array([.object(carol)])).write(to: URL(fileURLWithPath: onlyDeleted))
+        let other = try fixture.application(legacy: [ADALPythonTokenCache(path: onlyDeleted, timeZone: TimeZone(identifier: "UTC")!)])
+        let account = try #require(try other.account(forUsername: "carol@contoso.example"))
+        await #expect { _ = try await other.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: account)) } throws: { error in
+            guard let error = error as? MSALError else { return false }
+            return error.code == .interactionRequired && error.message.contains("No legacy (ADAL) refresh token of this account was accepted")
+        }
+        try FileManager.default.removeItem(atPath: onlyDeleted)
+        fixture.expectLegacyUnchanged()
+    }
+
     @Test("Silent first, then interactive with the legacy account (ADAL's AD_PROMPT_AUTO): the username is the login hint")
     func silentThenInteractive() async throws {
         let fixture = try ADALFixture()

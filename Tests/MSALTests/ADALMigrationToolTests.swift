@@ -162,6 +162,67 @@ struct ADALMigrationToolTests {
         fixture.expectLegacyUnchanged()
     }
 
+    @Test("migrate-adal: an entry whose tenant is gone fails (not skipped); an unusable MSAL cache stops it before any redemption; bidi controls never reach a line")
+    func failuresAndUnusableCache() async throws {
+        let fixture = try ADALFixture(systemClock: true) { tokens in
+            var gone = tokens.bobHome.adalPythonEntry(timeZone: TimeZone(identifier: "UTC")!).objectValue!
+            gone["_authority"] = .string(tokens.bobHome.authority.replacingOccurrences(of: ADALFixture.fabrikam, with: "00000000-0000-4000-8000-000000000000"))
+            var tricky = tokens.bobHome.adalPythonEntry(timeZone: TimeZone(identifier: "UTC")!).objectValue!
+            tricky["userId"] = .string("evil\u{202E}moc.elpmaxe@bob")
+            tricky["_clientId"] = .string("some-other-client")
+            return [.object(gone), .object(tricky)]
+        }
+        defer { fixture.stop() }
+        // A JSON cache file that is not MSAL JSON: nothing is redeemed, exit 1.
+        let foreign = fixture.directory.path("foreign.json")
+        try Data("[1, 2]".utf8).write(to: URL(fileURLWithPath: foreign))
+        let blocked = try await ToolRun.run([
+            "migrate-adal", "--from", fixture.legacyPath, "--client-id", Self.client, "--cache-backend", "json", "--cache", foreign,
+        ])
+        #expect(blocked.status == 1, "\(blocked.stderr)")
+        #expect(blocked.stderr.contains("internal.cacheError"))
+        #expect(fixture.refreshRequests().isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == Data("[1, 2]".utf8))
+
+        let run = try await Self.msal(fixture, ["migrate-adal", "--from", fixture.legacyPath], authority: false)
+        #expect(run.status == 1, "\(run.stderr)")  // a failure that is not a rejected token
+        let goneLine = try #require(run.stdout.split(separator: "\n").first { $0.hasPrefix("entry 7:") })
+        #expect(goneLine.contains("failed") && goneLine.contains("internal.invalidAuthority"), "\(goneLine)")
+        #expect(!run.stdout.unicodeScalars.contains { $0.value == 0x202E })
+        #expect(run.stdout.contains("entry 8: skipped"))
+        Self.expectNoSecrets(run, fixture.secrets)
+        fixture.expectLegacyUnchanged()
+    }
+
+    @Test("token --adal-cache with a file that cannot be read: exit 1 saying so, not an unknown account")
+    func tokenWithUnreadableADALFile() async throws {
+        let fixture = try ADALFixture(systemClock: true)
+        defer { fixture.stop() }
+        let missing = try await Self.msal(fixture, [
+            "token", "--account", "alice@contoso.example", "--scope", Self.scope, "--adal-cache", fixture.directory.path("nope.json"),
+        ])
+        #expect(missing.status == 1 && missing.stderr.contains("There is no ADAL cache"), "\(missing.stderr)")
+        let directory = try await Self.msal(fixture, [
+            "token", "--account", "alice@contoso.example", "--scope", Self.scope, "--adal-cache", fixture.directory.url.path,
+        ])
+        #expect(directory.status == 1 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
+        // The Azure CLI's file found by default: a warning, and the ordinary answer.
+        let garbage = fixture.directory.path("azure")
+        try FileManager.default.createDirectory(atPath: garbage, withIntermediateDirectories: true)
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: garbage + "/accessTokens.json"))
+        let warned = try await Self.msal(
+            fixture, ["token", "--account", "alice@contoso.example", "--scope", Self.scope], environment: ["AZURE_CONFIG_DIR": garbage])
+        #expect(warned.status == 3, "\(warned.stderr)")
+        #expect(warned.stderr.contains("warning: the Azure CLI's ADAL cache was not read"))
+        #expect(fixture.refreshRequests().isEmpty)
+        // Client IDs are case-insensitive: an upper-case --client-id migrates the entries of the lower-case one.
+        let upper = try await ToolRun.run([
+            "migrate-adal", "--from", fixture.legacyPath, "--client-id", Self.client.uppercased(), "--cache", fixture.directory.path("upper.sqlite"),
+        ])
+        #expect(upper.status == 0, "\(upper.stderr)")
+        #expect(upper.stdout.contains("3 migrated"), "\(upper.stdout)")
+    }
+
     @Test("Usage errors exit 2", arguments: [
         ["migrate-adal", "--client-id", "a"],
         ["migrate-adal", "--client-id", "a", "--from", "x.json", "--authority", "https://login.microsoftonline.com/common"],
