@@ -32,6 +32,8 @@ public final class PublicClientApplication: Sendable {
     let interactiveSessionCanceled = Mutex(false)
     /// The running interactive sign-in's loopback listener, so it can be canceled.
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
+    /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
+    let knownCloudEnvironments = Mutex<[String: [String]]>([:])
 
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
@@ -162,7 +164,7 @@ public final class PublicClientApplication: Sendable {
     ///   account's username; `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
-        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        let correlationID = parameters.correlationID?.uuidString.lowercased() ?? CorrelationIDGenerator.shared.next()
         do {
             return try await silent(parameters, correlationID: correlationID)
         } catch {
@@ -322,9 +324,12 @@ public final class PublicClientApplication: Sendable {
     func environments(for authority: Authority, correlationID: String) async throws(MSALError) -> [String] {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
+        if let known = knownCloudEnvironments.withLock({ $0[environment] }) { return known }
         let metadata: InstanceMetadata
         if let known = InstanceMetadata.known(host: environment) {
-            metadata = known
+            let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
+            knownCloudEnvironments.withLock { $0[environment] = environments }
+            return environments
         } else {
             metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID)
         }
@@ -458,10 +463,10 @@ public final class PublicClientApplication: Sendable {
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
     ) throws(MSALError) -> AuthenticationResult {
         let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
-        let claims = current.tenantProfiles.first { $0.tenantID.lowercased() == entry.realm.lowercased() }?.claims
+        let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
         return AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
-            scopes: entry.scopes.scopes, account: current, tenantID: entry.realm,
+            scopes: ScopeSet.sortedScopes(spaceDelimited: entry.target), account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken)
@@ -579,10 +584,15 @@ public final class PublicClientApplication: Sendable {
         logger.info("removed account \(pii: account.identifier)")
     }
 
+    /// The account with its tenant profiles, as the cache holds it now. Assembled once per cache
+    /// state (decoding each profile's ID token costs far more than a lookup) and kept by the cache
+    /// until it changes.
     func account(homeAccountID: String, environment: String) throws(MSALError) -> Account? {
-        let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
-        guard !entries.isEmpty else { return nil }
-        return try makeAccount(entries)
+        try cache.derivedValue(for: "account|\(homeAccountID)|\(environment)") { () throws(MSALError) -> Account? in
+            let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
+            guard !entries.isEmpty else { return nil }
+            return try makeAccount(entries)
+        }
     }
 
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
@@ -609,5 +619,17 @@ extension MSALError {
         var error = self
         error.correlationID = correlationID
         return error
+    }
+}
+
+extension String {
+    /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
+    func equalsIgnoringCase(_ other: String) -> Bool {
+        if self == other { return true }
+        let lhs = utf8, rhs = other.utf8
+        guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return lowercased() == other.lowercased() }
+        guard lhs.count == rhs.count else { return false }
+        func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+        return zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
     }
 }
