@@ -20,7 +20,7 @@ public struct IDTokenClaims: Sendable, Hashable {
             throw .internal(.invalidIDToken, "The ID token is not a compact JWT (expected three dot-separated parts).")
         }
         guard let data = Base64URL.decode(String(decoding: parts[1], as: UTF8.self)),
-              let object = try? JSONDecoder().decode([String: JSONValue].self, from: data)
+              case .object(let object)? = JSONValue(parsing: data)
         else {
             throw .internal(.invalidIDToken, "The ID token's payload is not base64url-encoded JSON.")
         }
