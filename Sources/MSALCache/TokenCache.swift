@@ -521,7 +521,10 @@ extension String {
     /// `lowercased()`, but the string itself (no copy) when it is ASCII without capital letters,
     /// as identifiers (GUIDs, hosts) usually are.
     func lowercasedIfNeeded() -> String {
-        utf8.allSatisfy({ $0 < 0x80 && !(0x41...0x5A).contains($0) }) ? self : lowercased()
+        let plain = utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 < 0x80 && ($0 < 0x41 || $0 > 0x5A) }
+        }
+        return plain == true ? self : lowercased()
     }
 }
 

@@ -58,28 +58,38 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
     /// lists its scopes once each, in order (as cached `target` values written by MSAL do).
     /// - Returns: the scopes in their original spelling, sorted by lowercased value, without duplicates.
     public static func sortedScopes(spaceDelimited string: String) -> [String] {
-        guard string.isSimpleASCII else { return ScopeSet(spaceDelimited: string).scopes }
-        let parts = string.utf8.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A })
-        // Strictly increasing by lowercased bytes: already sorted, no duplicates, nothing to trim.
-        for index in parts.indices.dropFirst() where !asciiLowercasedLess(parts[index - 1], parts[index]) {
-            return ScopeSet(spaceDelimited: string).scopes
+        var string = string
+        let fast = string.withUTF8 { bytes -> [String]? in
+            // Scope boundaries, then: strictly increasing by lowercased bytes means already sorted,
+            // no duplicates, nothing to trim (String's order is byte order for ASCII).
+            var ranges: [Range<Int>] = []
+            var start: Int?
+            for index in 0...bytes.count {
+                let byte: UInt8 = index < bytes.count ? bytes[index] : 0x20
+                guard byte < 0x80, byte != 0x0D else { return nil }
+                if byte == 0x20 || byte == 0x09 || byte == 0x0A {
+                    if let first = start { ranges.append(first..<index) }
+                    start = nil
+                } else if start == nil {
+                    start = index
+                }
+            }
+            for (previous, next) in zip(ranges, ranges.dropFirst()) where !asciiLowercasedLess(bytes, previous, next) {
+                return nil
+            }
+            return ranges.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
         }
-        return parts.map { String(decoding: $0, as: UTF8.self) }
+        return fast ?? ScopeSet(spaceDelimited: string).scopes
     }
 
-    /// Whether `lhs.lowercased() < rhs.lowercased()` for ASCII bytes (String's order is byte order there).
-    private static func asciiLowercasedLess(_ lhs: Substring.UTF8View, _ rhs: Substring.UTF8View) -> Bool {
-        func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        var left = lhs.makeIterator(), right = rhs.makeIterator()
-        while true {
-            switch (left.next(), right.next()) {
-            case (nil, nil): return false
-            case (nil, _): return true
-            case (_, nil): return false
-            case let (l?, r?):
-                if lower(l) != lower(r) { return lower(l) < lower(r) }
-            }
+    /// Whether the lowercased bytes at `lhs` sort before those at `rhs` (ASCII only).
+    private static func asciiLowercasedLess(_ bytes: UnsafeBufferPointer<UInt8>, _ lhs: Range<Int>, _ rhs: Range<Int>) -> Bool {
+        func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+        for offset in 0..<Swift.min(lhs.count, rhs.count) {
+            let l = lower(bytes[lhs.lowerBound + offset]), r = lower(bytes[rhs.lowerBound + offset])
+            if l != r { return l < r }
         }
+        return lhs.count < rhs.count
     }
 
     /// The lowercased scopes, sorted.
@@ -227,21 +237,20 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
     /// - Returns: the set, or `nil` when a scope is anything else (then the full checks decide,
     ///   with their messages).
     private static func validatedSimpleRequest(_ scopes: [String]) -> ScopeSet? {
-        var pairs: [(lower: String, original: String, position: Int)] = []
-        pairs.reserveCapacity(scopes.count)
+        var set = ScopeSet()
+        set.storage.reserveCapacity(scopes.count)
         for scope in scopes {
-            var valid = !scope.isEmpty
-            for byte in scope.utf8 where !(byte == 0x21 || (0x23...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)) {
-                valid = false
-                break
+            var scope = scope
+            let valid = scope.withUTF8 { bytes in
+                !bytes.isEmpty && bytes.allSatisfy { $0 == 0x21 || ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) }
             }
             guard valid else { return nil }
             let lower = scope.lowercased()
             guard !reservedOIDCScopes.position(of: lower).found else { return nil }
-            pairs.append((lower, scope, pairs.count))
+            // Insertion keeps the set sorted; a later spelling of a scope already in it is dropped.
+            let (index, found) = set.position(of: lower)
+            if !found { set.storage.insert((lower, scope), at: index) }
         }
-        var set = ScopeSet()
-        set.storage = sortedUnique(pairs)
         return set
     }
 
@@ -259,7 +268,10 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
 extension String {
     /// Whether every byte is ASCII and none is a carriage return: then each byte is one `Character`
     /// (CR LF is the only ASCII pair that forms one), so byte-wise and `Character`-wise walks agree.
-    var isSimpleASCII: Bool { utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D } }
+    var isSimpleASCII: Bool {
+        utf8.withContiguousStorageIfAvailable { bytes in bytes.allSatisfy { $0 < 0x80 && $0 != 0x0D } }
+            ?? utf8.allSatisfy { $0 < 0x80 && $0 != 0x0D }
+    }
 
     /// The string without leading and trailing ASCII spaces, tabs and line breaks.
     func trimmingASCIIWhitespace() -> String {
