@@ -34,6 +34,9 @@ public final class PublicClientApplication: Sendable {
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
     /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
     let knownCloudEnvironments = Mutex<[String: [String]]>([:])
+    /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
+    /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
+    let idTokenClaims = Mutex<[String: IDTokenClaims]>([:])
 
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
@@ -595,6 +598,17 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
+    /// The claims of an ID token, decoded once per JWT (at most 1024 kept); `nil` when it does not decode.
+    func decodedClaims(_ jwt: String) -> IDTokenClaims? {
+        if let claims = idTokenClaims.withLock({ $0[jwt] }) { return claims }
+        guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
+        idTokenClaims.withLock { kept in
+            if kept.count >= 1024 { kept.removeAll() }
+            kept[jwt] = claims
+        }
+        return claims
+    }
+
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
         let first = entries[0]
         let homeTenant = Account(identifier: first.homeAccountID, username: nil, environment: first.environment, tenantProfiles: []).homeAccountID?.tenantID
@@ -604,7 +618,7 @@ public final class PublicClientApplication: Sendable {
             let isHome = homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true
             profiles.append(TenantProfile(
                 identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
-                isHomeTenant: isHome, claims: idToken.flatMap { try? IDTokenClaims(jwt: $0.secret) }))
+                isHomeTenant: isHome, claims: idToken.flatMap { decodedClaims($0.secret) }))
         }
         let homeEntry = entries.first { entry in homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true }
         let username = homeEntry?.username ?? entries.compactMap(\.username).first
@@ -626,10 +640,15 @@ extension String {
     /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
     func equalsIgnoringCase(_ other: String) -> Bool {
         if self == other { return true }
-        let lhs = utf8, rhs = other.utf8
-        guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return lowercased() == other.lowercased() }
-        guard lhs.count == rhs.count else { return false }
-        func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        return zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
+        let ascii = utf8.withContiguousStorageIfAvailable { lhs in
+            other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
+                guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return nil }
+                guard lhs.count == rhs.count else { return false }
+                func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+                for index in 0..<lhs.count where lower(lhs[index]) != lower(rhs[index]) { return false }
+                return true
+            } ?? nil
+        } ?? nil
+        return ascii ?? (lowercased() == other.lowercased())
     }
 }
