@@ -121,16 +121,26 @@ public func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure 
 /// `minimum` and `maximum`. For cases from microseconds to seconds a call (cold starts, refreshes
 /// that rewrite a whole file). In smoke mode: one call, no warm-up.
 public func measureAdaptive(
-    budget: UInt64, minimum: Int, maximum: Int, warmup: Int = 1, smoke: Bool, _ body: (Int) async throws -> Void
-) async rethrows -> Samples {
-    if smoke { return try await measureAsync(.once, body) }
-    var spent: UInt64 = 0
-    for index in 0..<max(1, warmup) {
+    budget: UInt64, minimum: Int, maximum: Int, warmup: Int = 1, smoke: Bool, _ body: (Int) async throws -> Void,
+    between: () -> Void = {}
+) async throws -> Samples {
+    func timed(_ index: Int) async throws -> UInt64 {
         let start = monotonicNanoseconds()
         try await body(index)
-        spent += monotonicNanoseconds() - start
+        let elapsed = monotonicNanoseconds() - start
+        between()
+        return elapsed
     }
+    if smoke {
+        var samples = Samples(capacity: 1)
+        samples.append(try await timed(0))
+        return samples
+    }
+    var spent: UInt64 = 0
+    for index in 0..<max(1, warmup) { spent += try await timed(index) }
     let perCall = max(1, spent / UInt64(max(1, warmup)))
     let count = min(maximum, max(minimum, Int(budget / perCall)))
-    return try await measureAsync(Iterations(warmup: 0, measured: count)) { index in try await body(warmup + index) }
+    var samples = Samples(capacity: count)
+    for index in 0..<count { samples.append(try await timed(warmup + index)) }
+    return samples
 }
