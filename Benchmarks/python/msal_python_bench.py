@@ -47,14 +47,15 @@ class Response:
 
 
 class StubHTTPClient:
-    """Answers Entra's discovery documents and the refresh-token grant for the fixture's accounts."""
+    """Answers Entra's discovery documents and the refresh-token grant for the fixture's accounts,
+    with a response prepared once per account, tenant and requested scopes (echoed as granted)."""
 
     def __init__(self, shape: dict, refresh_token_owners: dict, access_token_lifetime: int = 250):
         self.shape = shape
         self.owners = refresh_token_owners
         self.lifetime = access_token_lifetime
         self.token_requests = 0
-        self.id_tokens = {}
+        self.responses = {}
 
     def get(self, url, params=None, headers=None, **kwargs):
         env = self.shape["environment"]
@@ -85,23 +86,25 @@ class StubHTTPClient:
         if account is None or data.get("grant_type") != "refresh_token":
             return Response(400, {"error": "invalid_grant"})
         tenant = self.shape["tenants"].index(tenant_id)
-        key = (account, tenant)
-        if key not in self.id_tokens:
+        scope = data.get("scope", "")
+        key = (account, tenant, scope)
+        if key not in self.responses:  # prepared once, as the Swift stub does
             now = int(time.time())
-            self.id_tokens[key] = unsigned_jwt({
-                "aud": self.shape["client_id"], "iss": f"https://{self.shape['environment']}/{tenant_id}/v2.0",
-                "iat": now, "nbf": now, "exp": now + 86400, "name": f"User {account}",
-                "oid": self.shape["account_object_ids"][account] if tenant == 0 else f"guest-{account}-{tenant}",
-                "preferred_username": f"user{account}@contoso.example", "tid": tenant_id, "ver": "2.0",
-                "sub": f"sub-{account}-{tenant}",
+            client_info = b64url(json.dumps({
+                "uid": self.shape["account_object_ids"][account], "utid": self.shape["tenants"][0]}).encode())
+            self.responses[key] = Response(200, {
+                "token_type": "Bearer", "scope": scope, "expires_in": self.lifetime, "ext_expires_in": self.lifetime,
+                "access_token": f"stub-access-token-{account}-{tenant}", "refresh_token": data["refresh_token"],
+                "id_token": unsigned_jwt({
+                    "aud": self.shape["client_id"], "iss": f"https://{self.shape['environment']}/{tenant_id}/v2.0",
+                    "iat": now, "nbf": now, "exp": now + 86400, "name": f"User {account}",
+                    "oid": self.shape["account_object_ids"][account] if tenant == 0 else f"guest-{account}-{tenant}",
+                    "preferred_username": f"user{account}@contoso.example", "tid": tenant_id, "ver": "2.0",
+                    "sub": f"sub-{account}-{tenant}",
+                }),
+                "client_info": client_info,
             })
-        client_info = b64url(json.dumps({
-            "uid": self.shape["account_object_ids"][account], "utid": self.shape["tenants"][0]}).encode())
-        return Response(200, {
-            "token_type": "Bearer", "scope": data.get("scope", ""), "expires_in": self.lifetime,
-            "ext_expires_in": self.lifetime, "access_token": f"stub-access-token-{self.token_requests}",
-            "refresh_token": data["refresh_token"], "id_token": self.id_tokens[key], "client_info": client_info,
-        })
+        return self.responses[key]
 
     def close(self):
         pass

@@ -39,19 +39,22 @@ struct NoNetworkTransport: HTTPTransport {
     }
 }
 
-/// The network stubbed in process, as MSAL Python's own benchmarks stub `http_client`: answers
-/// Entra's discovery document and the token endpoint for the accounts of a ``CacheShape`` with a
-/// prepared response (no sockets). A refresh gets a new access token valid for
-/// `accessTokenLifetime` seconds (by default 250: inside the 5-minute expiration buffer, so the
-/// next lookup refreshes again and every iteration is a miss that refreshes), the same refresh
-/// token, the account's ID token for the tenant, and its `client_info`.
+/// The network stubbed in process, as MSAL Python's own tests stub `http_client`: answers Entra's
+/// discovery document and the token endpoint for the accounts of a ``CacheShape`` with a prepared
+/// response (no sockets, and after the first request for an account and tenant no encoding either:
+/// the stub's cost should be close to nothing, as MSAL Python's is). A refresh gets an access token
+/// valid for `accessTokenLifetime` seconds (by default 250: inside the 5-minute expiration buffer,
+/// so the next lookup refreshes again and every iteration is a miss that refreshes), the same
+/// refresh token, the account's ID token for the tenant and its `client_info`, and the requested
+/// scopes as granted.
 final class StubEntraTransport: HTTPTransport {
     let shape: CacheShape
     let clock: any WallClock
     let accessTokenLifetime: Int
     /// Refresh token secret → account index.
     private let accounts: [String: Int]
-    private let idTokens = Mutex<[Int: String]>([:])
+    /// Prepared token responses by account, tenant and requested scopes.
+    private let responses = Mutex<[String: Data]>([:])
     private let tokenRequests = Atomic<Int>(0)
 
     init(shape: CacheShape, refreshTokenOwners: [String: Int], clock: any WallClock, accessTokenLifetime: Int = 250) {
@@ -75,11 +78,11 @@ final class StubEntraTransport: HTTPTransport {
     var tokenRequestCount: Int { tokenRequests.load(ordering: .relaxed) }
 
     func send(_ request: HTTPRequest) async throws(MSALError) -> HTTPResponse {
-        let segments = request.url.path.split(separator: "/").map(String.init)
-        guard let tenantID = segments.first, let tenant = shape.tenants.firstIndex(of: tenantID) else {
+        let path = request.url.path
+        guard let tenantID = path.split(separator: "/").first.map(String.init), let tenant = shape.tenants.firstIndex(of: tenantID) else {
             return HTTPResponse(statusCode: 404)
         }
-        if request.url.path.hasSuffix("/.well-known/openid-configuration") {
+        if path.hasSuffix("/.well-known/openid-configuration") {
             let base = "https://\(CacheShape.environment)/\(tenantID)"
             let document: [String: JSONValue] = [
                 "issuer": .string(CacheShape.issuer(tenant: tenantID)),
@@ -89,53 +92,57 @@ final class StubEntraTransport: HTTPTransport {
             ]
             return HTTPResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: Self.encode(document))
         }
-        guard request.url.path.hasSuffix("/oauth2/v2.0/token"), let body = request.body else { return HTTPResponse(statusCode: 404) }
+        guard path.hasSuffix("/oauth2/v2.0/token"), let body = request.body else { return HTTPResponse(statusCode: 404) }
         tokenRequests.add(1, ordering: .relaxed)
-        let form = Self.formFields(body)
-        guard form["grant_type"] == "refresh_token", let refreshToken = form["refresh_token"], let account = accounts[refreshToken] else {
+        guard let refreshToken = Self.formField("refresh_token", in: body), let account = accounts[refreshToken] else {
             return HTTPResponse(
                 statusCode: 400, headers: ["Content-Type": "application/json"],
                 body: Self.encode(["error": .string("invalid_grant"), "error_description": .string("unknown refresh token")]))
         }
-        let key = account * 64 + tenant
-        let idToken = idTokens.withLock { cache in
-            if let token = cache[key] { return token }
-            let token = shape.idTokenJWT(account: account, tenant: tenant, issuedAt: clock.now())
-            cache[key] = token
-            return token
+        let scope = Self.formField("scope", in: body) ?? ""
+        let key = "\(account)|\(tenant)|\(scope)"
+        let response = responses.withLock { prepared in
+            if let data = prepared[key] { return data }
+            // Entra echoes the granted scopes, the OpenID Connect ones included.
+            let granted = scope.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? scope
+            let clientInfo = Base64URL.encode(Self.encode([
+                "uid": .string(shape.accountObjectIDs[account]), "utid": .string(shape.tenants[0]),
+            ]))
+            let data = Self.encode([
+                "token_type": .string("Bearer"),
+                "scope": .string(granted),
+                "expires_in": .number(Double(accessTokenLifetime)),
+                "ext_expires_in": .number(Double(accessTokenLifetime)),
+                "access_token": .string("stub-access-token-\(account)-\(tenant)"),
+                "refresh_token": .string(refreshToken),
+                "id_token": .string(shape.idTokenJWT(account: account, tenant: tenant, issuedAt: clock.now())),
+                "client_info": .string(clientInfo),
+            ])
+            prepared[key] = data
+            return data
         }
-        let clientInfo = Base64URL.encode(Self.encode([
-            "uid": .string(shape.accountObjectIDs[account]), "utid": .string(shape.tenants[0]),
-        ]))
-        let response: [String: JSONValue] = [
-            "token_type": .string("Bearer"),
-            "scope": .string(form["scope"] ?? ""),
-            "expires_in": .number(Double(accessTokenLifetime)),
-            "ext_expires_in": .number(Double(accessTokenLifetime)),
-            "access_token": .string("stub-access-token-\(tokenRequests.load(ordering: .relaxed))"),
-            "refresh_token": .string(refreshToken),
-            "id_token": .string(idToken),
-            "client_info": .string(clientInfo),
-        ]
-        return HTTPResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: Self.encode(response))
+        return HTTPResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: response)
+    }
+
+    /// The value of one field of an `application/x-www-form-urlencoded` body, for values that need
+    /// no decoding (the stub's refresh tokens are base64url).
+    static func formField(_ name: String, in body: Data) -> String? {
+        let bytes = [UInt8](body)
+        let prefix = Array((name + "=").utf8)
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
+            if bytes[start..<end].starts(with: prefix) {
+                return String(decoding: bytes[(start + prefix.count)..<end], as: UTF8.self)
+            }
+            start = end + 1
+        }
+        return nil
     }
 
     static func encode(_ object: [String: JSONValue]) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(object)) ?? Data("{}".utf8)
-    }
-
-    /// Decodes an `application/x-www-form-urlencoded` body.
-    static func formFields(_ body: Data) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ part: Substring) -> String {
-                (String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding) ?? String(part)
-            }
-            fields[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
-        }
-        return fields
     }
 }
