@@ -125,11 +125,11 @@ public final class TokenCache: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func accountEntries(homeAccountID: String, environment: String?) throws(MSALError) -> [AccountEntry] {
         try withIndex { index in
-            let environment: String? = environment?.lowercased()
-            let keys: Set<String> = index.accountsByHome[homeAccountID.lowercased()] ?? []
+            let environment: String? = environment?.lowercasedIfNeeded()
+            let keys: Set<String> = index.accountsByHome[homeAccountID.lowercasedIfNeeded()] ?? []
             let entries: [AccountEntry] = keys.compactMap { index.contents.accounts[$0] }
             return entries
-                .filter { environment == nil || $0.environment.lowercased() == environment }
+                .filter { environment == nil || $0.environment.lowercasedIfNeeded() == environment }
                 .sorted { $0.sortKey < $1.sortKey }
         }
     }
@@ -215,22 +215,25 @@ public final class TokenCache: Sendable {
                         homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment,
                         clientOrFamilyID: familyID)] ?? [])
                 }
-                for key in keys where key != refreshToken.key {
+                let newKey = refreshToken.key
+                for key in keys where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
                 }
                 change.upserts.append(.refreshToken(refreshToken))
             }
             if let idToken {
-                for key in index.idTokens[CredentialID(idToken)] ?? [] where key != idToken.key {
+                let newKey = idToken.key
+                for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
                 }
                 change.upserts.append(.idToken(idToken))
             }
             if let account {
-                let environment = account.environment.lowercased(), realm = account.realm.lowercased()
-                for key in index.accountsByHome[account.homeAccountID.lowercased()] ?? [] where key != account.key {
+                let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
+                let newKey = account.key
+                for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] where key != newKey {
                     if let old = index.contents.accounts[key],
-                       old.environment.lowercased() == environment, old.realm.lowercased() == realm {
+                       old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm {
                         removals.insert(CacheEntryRemoval(kind: .account, key: key))
                     }
                 }
@@ -238,7 +241,8 @@ public final class TokenCache: Sendable {
             }
             if let appMetadata {
                 let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
-                for key in index.appMetadata[id] ?? [] where key != appMetadata.key {
+                let newKey = appMetadata.key
+                for key in index.appMetadata[id] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
                 }
                 change.upserts.append(.appMetadata(appMetadata))
@@ -360,9 +364,9 @@ struct ClientID: Hashable {
     let homeAccountID: String, environment: String, clientOrFamilyID: String
 
     init(homeAccountID: String, environment: String, clientOrFamilyID: String) {
-        self.homeAccountID = homeAccountID.lowercased()
-        self.environment = environment.lowercased()
-        self.clientOrFamilyID = clientOrFamilyID.lowercased()
+        self.homeAccountID = homeAccountID.lowercasedIfNeeded()
+        self.environment = environment.lowercasedIfNeeded()
+        self.clientOrFamilyID = clientOrFamilyID.lowercasedIfNeeded()
     }
 }
 
@@ -371,8 +375,8 @@ struct HomeEnvironment: Hashable {
     let homeAccountID: String, environment: String
 
     init(homeAccountID: String, environment: String) {
-        self.homeAccountID = homeAccountID.lowercased()
-        self.environment = environment.lowercased()
+        self.homeAccountID = homeAccountID.lowercasedIfNeeded()
+        self.environment = environment.lowercasedIfNeeded()
     }
 }
 
@@ -407,9 +411,10 @@ struct CacheIndex: Sendable {
     mutating func apply(_ change: TokenCacheChange) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for entry in change.upserts {
-            remove(kind: entry.kind, key: entry.key)
-            contents.insert(entry, storedKey: entry.key)
-            addToIndex(entry, storedKey: entry.key)
+            let key = entry.key  // built from the entry's fields: once, not per use
+            remove(kind: entry.kind, key: key)
+            contents.insert(entry, storedKey: key)
+            addToIndex(entry, storedKey: key)
         }
     }
 
@@ -428,7 +433,7 @@ struct CacheIndex: Sendable {
                 refreshTokensByFamily.removeMember(key, at: ClientID(
                     homeAccountID: value.homeAccountID, environment: value.environment, clientOrFamilyID: familyID))
             }
-        case .account(let value): accountsByHome.removeMember(key, at: value.homeAccountID.lowercased())
+        case .account(let value): accountsByHome.removeMember(key, at: value.homeAccountID.lowercasedIfNeeded())
         case .appMetadata(let value):
             appMetadata.removeMember(key, at: ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID))
         }
@@ -452,7 +457,7 @@ struct CacheIndex: Sendable {
                 refreshTokensByFamily[ClientID(
                     homeAccountID: value.homeAccountID, environment: value.environment, clientOrFamilyID: familyID), default: []].insert(key)
             }
-        case .account(let value): accountsByHome[value.homeAccountID.lowercased(), default: []].insert(key)
+        case .account(let value): accountsByHome[value.homeAccountID.lowercasedIfNeeded(), default: []].insert(key)
         case .appMetadata(let value):
             appMetadata[ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID), default: []].insert(key)
             return
@@ -529,7 +534,9 @@ extension String {
 }
 
 extension AccountEntry {
-    fileprivate var sortKey: (String, String, String) { (homeAccountID.lowercased(), environment.lowercased(), realm.lowercased()) }
+    fileprivate var sortKey: (String, String, String) {
+        (homeAccountID.lowercasedIfNeeded(), environment.lowercasedIfNeeded(), realm.lowercasedIfNeeded())
+    }
 }
 
 // MARK: - Access token partitions
