@@ -113,11 +113,10 @@ struct RefreshBench {
             Report.result(
                 name: "refresh.concurrent.\(callers)", backend: backend, n: tokens, samples: latencies,
                 extra: [
+                    // The most requests any round sent (1 when every round coalesced its callers),
+                    // and the median over the rounds of each round's slowest caller.
                     ("refresh_requests", .integer(Int64(requestsPerRound.max() ?? 0))),
                     ("slowest_caller_ns", .unsigned(slowest.median)),
-                    ("slowest_caller_max_ns", .unsigned(slowest.maximum)),
-                    ("callers", .integer(Int64(callers))),
-                    ("rounds", .integer(Int64(rounds))),
                 ])
         }
     }
