@@ -45,3 +45,7 @@ if [[ $swift_status -ne 0 || $e2e_status -ne 0 || $examples_status -ne 0 ]]; the
   exit 1
 fi
 echo "test.sh: all suites passed"
+
+# The benchmarks: built in release mode and each case run once at the smallest size, so they cannot rot.
+Benchmarks/run --smoke
+echo "test.sh: benchmarks smoke run passed"

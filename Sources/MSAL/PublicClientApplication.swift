@@ -32,6 +32,11 @@ public final class PublicClientApplication: Sendable {
     let interactiveSessionCanceled = Mutex(false)
     /// The running interactive sign-in's loopback listener, so it can be canceled.
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
+    /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
+    let knownCloudEnvironments = Mutex<[String: [String]]>([:])
+    /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
+    /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
+    let idTokenClaims = Mutex<[String: IDTokenClaims]>([:])
 
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
@@ -177,7 +182,7 @@ public final class PublicClientApplication: Sendable {
     ///   account's username; `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
-        let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
+        let correlationID = parameters.correlationID?.uuidString.lowercased() ?? CorrelationIDGenerator.shared.next()
         do {
             return try await silent(parameters, correlationID: correlationID)
         } catch {
@@ -337,9 +342,12 @@ public final class PublicClientApplication: Sendable {
     func environments(for authority: Authority, correlationID: String) async throws(MSALError) -> [String] {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
+        if let known = knownCloudEnvironments.withLock({ $0[environment] }) { return known }
         let metadata: InstanceMetadata
         if let known = InstanceMetadata.known(host: environment) {
-            metadata = known
+            let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
+            knownCloudEnvironments.withLock { $0[environment] = environments }
+            return environments
         } else {
             metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID)
         }
@@ -473,10 +481,10 @@ public final class PublicClientApplication: Sendable {
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
     ) throws(MSALError) -> AuthenticationResult {
         let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
-        let claims = current.tenantProfiles.first { $0.tenantID.lowercased() == entry.realm.lowercased() }?.claims
+        let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
         return AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
-            scopes: entry.scopes.scopes, account: current, tenantID: entry.realm,
+            scopes: ScopeSet.sortedScopes(spaceDelimited: entry.target), account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken)
@@ -594,10 +602,26 @@ public final class PublicClientApplication: Sendable {
         logger.info("removed account \(pii: account.identifier)")
     }
 
+    /// The account with its tenant profiles, as the cache holds it now. Assembled once per cache
+    /// state (decoding each profile's ID token costs far more than a lookup) and kept by the cache
+    /// until it changes.
     func account(homeAccountID: String, environment: String) throws(MSALError) -> Account? {
-        let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
-        guard !entries.isEmpty else { return nil }
-        return try makeAccount(entries)
+        try cache.derivedValue(for: "account|\(homeAccountID)|\(environment)") { () throws(MSALError) -> Account? in
+            let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
+            guard !entries.isEmpty else { return nil }
+            return try makeAccount(entries)
+        }
+    }
+
+    /// The claims of an ID token, decoded once per JWT (at most 1024 kept); `nil` when it does not decode.
+    func decodedClaims(_ jwt: String) -> IDTokenClaims? {
+        if let claims = idTokenClaims.withLock({ $0[jwt] }) { return claims }
+        guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
+        idTokenClaims.withLock { kept in
+            if kept.count >= 1024 { kept.removeAll() }
+            kept[jwt] = claims
+        }
+        return claims
     }
 
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
@@ -609,7 +633,7 @@ public final class PublicClientApplication: Sendable {
             let isHome = homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true
             profiles.append(TenantProfile(
                 identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
-                isHomeTenant: isHome, claims: idToken.flatMap { try? IDTokenClaims(jwt: $0.secret) }))
+                isHomeTenant: isHome, claims: idToken.flatMap { decodedClaims($0.secret) }))
         }
         let homeEntry = entries.first { entry in homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true }
         let username = homeEntry?.username ?? entries.compactMap(\.username).first
@@ -624,5 +648,22 @@ extension MSALError {
         var error = self
         error.correlationID = correlationID
         return error
+    }
+}
+
+extension String {
+    /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
+    func equalsIgnoringCase(_ other: String) -> Bool {
+        if self == other { return true }
+        let ascii = utf8.withContiguousStorageIfAvailable { lhs in
+            other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
+                guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return nil }
+                guard lhs.count == rhs.count else { return false }
+                func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+                for index in 0..<lhs.count where lower(lhs[index]) != lower(rhs[index]) { return false }
+                return true
+            } ?? nil
+        } ?? nil
+        return ascii ?? (lowercased() == other.lowercased())
     }
 }

@@ -25,7 +25,21 @@ public final class TokenCache: Sendable {
         /// `nil` until loaded, and after a change whose effect on the store is not known exactly.
         var index: CacheIndex?
         var stamp: UInt64 = 0
+        /// Values derived from ``index`` (``derivedValue(for:_:)``), dropped whenever it changes.
+        var derived: [String: any Sendable] = [:]
+        /// Counts the changes of ``index``, so a derived value built without the lock is kept only
+        /// when nothing changed meanwhile.
+        var revision: UInt64 = 0
+
+        /// Records that ``index`` changed (or was dropped): derived values no longer hold.
+        mutating func indexChanged() {
+            revision &+= 1
+            if !derived.isEmpty { derived.removeAll() }
+        }
     }
+
+    /// The most derived values kept; past it they are all dropped and built again as needed.
+    static let derivedValueLimit = 4_096
 
     /// Creates a cache over `store`. Nothing is read until the first call.
     /// - Parameters:
@@ -50,10 +64,7 @@ public final class TokenCache: Sendable {
     ) throws(MSALError) -> AccessTokenEntry? {
         try withIndex { index in
             let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
-            return (index.accessTokens[id] ?? [])
-                .compactMap { index.contents.accessTokens[$0].map { (key: $0.key, entry: $0) } }
-                .compactMap { key, entry in entry.scopes.isSuperset(of: scopes) ? (key, entry) : nil }
-                .max { ($0.1.expiresOn, $1.0) < ($1.1.expiresOn, $0.0) }?.1
+            return index.bestAccessToken(in: id, including: scopes)
         }
     }
 
@@ -114,11 +125,11 @@ public final class TokenCache: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func accountEntries(homeAccountID: String, environment: String?) throws(MSALError) -> [AccountEntry] {
         try withIndex { index in
-            let environment: String? = environment?.lowercased()
-            let keys: Set<String> = index.accountsByHome[homeAccountID.lowercased()] ?? []
+            let environment: String? = environment?.lowercasedIfNeeded()
+            let keys: Set<String> = index.accountsByHome[homeAccountID.lowercasedIfNeeded()] ?? []
             let entries: [AccountEntry] = keys.compactMap { index.contents.accounts[$0] }
             return entries
-                .filter { environment == nil || $0.environment.lowercased() == environment }
+                .filter { environment == nil || $0.environment.lowercasedIfNeeded() == environment }
                 .sorted { $0.sortKey < $1.sortKey }
         }
     }
@@ -131,6 +142,29 @@ public final class TokenCache: Sendable {
             let id = ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)
             return (index.appMetadata[id] ?? []).sorted().lazy.compactMap { index.contents.appMetadata[$0] }.first
         }
+    }
+
+    /// A value computed from the cache's entries (such as an account assembled from its tenant
+    /// profiles), kept until the cache changes: the first call for `key` runs `build`, later calls
+    /// return its result as long as no change was loaded or saved in between (in any process: the
+    /// store's change stamp is checked first, as for every lookup). `build` may call this cache.
+    ///
+    /// - Parameters:
+    ///   - key: names the value; callers choose keys that cannot collide (e.g. a prefix per kind).
+    ///   - build: computes the value from this cache's lookups.
+    /// - Returns: the kept or the new value.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read; what `build`
+    ///   throws (nothing is kept then).
+    public func derivedValue<Value: Sendable>(for key: String, _ build: () throws(MSALError) -> Value) throws(MSALError) -> Value {
+        let (kept, revision) = try withState { state in (state.derived[key], state.revision) }
+        if let kept, let value = kept as? Value { return value }
+        let value = try build()
+        state.withLock { state in
+            guard state.revision == revision, state.index != nil else { return }
+            if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
+            state.derived[key] = value
+        }
+        return value
     }
 
     /// A copy of everything the store holds, as last loaded (reloaded first if the store changed).
@@ -166,12 +200,9 @@ public final class TokenCache: Sendable {
             var change = TokenCacheChange()
             var removals = Set<CacheEntryRemoval>()
             if let accessToken {
-                let scopes = accessToken.scopes
-                let id = CredentialID(accessToken)
-                for key in index.accessTokens[id] ?? [] where key != accessToken.key {
-                    if let old = index.contents.accessTokens[key], old.scopes.intersects(scopes) || old.scopes.isEmpty {
-                        removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
-                    }
+                let newKey = accessToken.key
+                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessToken.scopes) where key != newKey {
+                    removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
                 }
                 change.upserts.append(.accessToken(accessToken))
             }
@@ -184,22 +215,25 @@ public final class TokenCache: Sendable {
                         homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment,
                         clientOrFamilyID: familyID)] ?? [])
                 }
-                for key in keys where key != refreshToken.key {
+                let newKey = refreshToken.key
+                for key in keys where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
                 }
                 change.upserts.append(.refreshToken(refreshToken))
             }
             if let idToken {
-                for key in index.idTokens[CredentialID(idToken)] ?? [] where key != idToken.key {
+                let newKey = idToken.key
+                for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
                 }
                 change.upserts.append(.idToken(idToken))
             }
             if let account {
-                let environment = account.environment.lowercased(), realm = account.realm.lowercased()
-                for key in index.accountsByHome[account.homeAccountID.lowercased()] ?? [] where key != account.key {
+                let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
+                let newKey = account.key
+                for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] where key != newKey {
                     if let old = index.contents.accounts[key],
-                       old.environment.lowercased() == environment, old.realm.lowercased() == realm {
+                       old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm {
                         removals.insert(CacheEntryRemoval(kind: .account, key: key))
                     }
                 }
@@ -207,7 +241,8 @@ public final class TokenCache: Sendable {
             }
             if let appMetadata {
                 let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
-                for key in index.appMetadata[id] ?? [] where key != appMetadata.key {
+                let newKey = appMetadata.key
+                for key in index.appMetadata[id] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
                 }
                 change.upserts.append(.appMetadata(appMetadata))
@@ -268,6 +303,7 @@ public final class TokenCache: Sendable {
                 let contents = try store.readAll()
                 state.index = CacheIndex(contents)
                 state.stamp = stamp
+                state.indexChanged()
                 logger.debug("Token cache loaded \(contents.count) entries from its store.")
             }
             return try body(&state)
@@ -287,6 +323,7 @@ public final class TokenCache: Sendable {
             stamps = try store.applyReportingStamps(change)
         } catch {
             state.index = nil
+            state.indexChanged()
             throw error
         }
         if stamps.before == state.stamp, state.index != nil {
@@ -295,6 +332,7 @@ public final class TokenCache: Sendable {
         } else {
             state.index = nil
         }
+        state.indexChanged()
         logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
     }
 }
@@ -306,10 +344,10 @@ struct CredentialID: Hashable {
     let homeAccountID: String, environment: String, realm: String, clientID: String
 
     init(homeAccountID: String, environment: String, realm: String, clientID: String) {
-        self.homeAccountID = homeAccountID.lowercased()
-        self.environment = environment.lowercased()
-        self.realm = realm.lowercased()
-        self.clientID = clientID.lowercased()
+        self.homeAccountID = homeAccountID.lowercasedIfNeeded()
+        self.environment = environment.lowercasedIfNeeded()
+        self.realm = realm.lowercasedIfNeeded()
+        self.clientID = clientID.lowercasedIfNeeded()
     }
 
     init(_ entry: AccessTokenEntry) {
@@ -326,9 +364,9 @@ struct ClientID: Hashable {
     let homeAccountID: String, environment: String, clientOrFamilyID: String
 
     init(homeAccountID: String, environment: String, clientOrFamilyID: String) {
-        self.homeAccountID = homeAccountID.lowercased()
-        self.environment = environment.lowercased()
-        self.clientOrFamilyID = clientOrFamilyID.lowercased()
+        self.homeAccountID = homeAccountID.lowercasedIfNeeded()
+        self.environment = environment.lowercasedIfNeeded()
+        self.clientOrFamilyID = clientOrFamilyID.lowercasedIfNeeded()
     }
 }
 
@@ -337,15 +375,18 @@ struct HomeEnvironment: Hashable {
     let homeAccountID: String, environment: String
 
     init(homeAccountID: String, environment: String) {
-        self.homeAccountID = homeAccountID.lowercased()
-        self.environment = environment.lowercased()
+        self.homeAccountID = homeAccountID.lowercasedIfNeeded()
+        self.environment = environment.lowercasedIfNeeded()
     }
 }
 
 /// The contents plus dictionaries from lowercased identities to stored keys.
 struct CacheIndex: Sendable {
     private(set) var contents = TokenCacheContents()
-    private(set) var accessTokens: [CredentialID: Set<String>] = [:]
+    /// The access tokens of each (account, environment, realm, client), with their scopes parsed once.
+    private(set) var accessTokens: [CredentialID: AccessTokenPartition] = [:]
+    /// Every lowercased scope of a cached access token, numbered.
+    private(set) var scopeTable = ScopeTable()
     private(set) var idTokens: [CredentialID: Set<String>] = [:]
     private(set) var refreshTokensByClient: [ClientID: Set<String>] = [:]
     private(set) var refreshTokensByFamily: [ClientID: Set<String>] = [:]
@@ -357,9 +398,12 @@ struct CacheIndex: Sendable {
 
     init(_ contents: TokenCacheContents) {
         self.contents = contents
-        for kind in CacheEntryKind.allCases {
-            for (key, entry) in contents.entries(of: kind) { addToIndex(entry, storedKey: key) }
-        }
+        // Section by section, without an intermediate array of every entry.
+        for (key, entry) in contents.accessTokens { addToIndex(.accessToken(entry), storedKey: key) }
+        for (key, entry) in contents.refreshTokens { addToIndex(.refreshToken(entry), storedKey: key) }
+        for (key, entry) in contents.idTokens { addToIndex(.idToken(entry), storedKey: key) }
+        for (key, entry) in contents.accounts { addToIndex(.account(entry), storedKey: key) }
+        for (key, entry) in contents.appMetadata { addToIndex(.appMetadata(entry), storedKey: key) }
         self.contents.unknownSections = [:]
         self.contents.unreadableEntries = [:]
     }
@@ -367,16 +411,20 @@ struct CacheIndex: Sendable {
     mutating func apply(_ change: TokenCacheChange) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for entry in change.upserts {
-            remove(kind: entry.kind, key: entry.key)
-            contents.insert(entry, storedKey: entry.key)
-            addToIndex(entry, storedKey: entry.key)
+            let key = entry.key  // built from the entry's fields: once, not per use
+            remove(kind: entry.kind, key: key)
+            contents.insert(entry, storedKey: key)
+            addToIndex(entry, storedKey: key)
         }
     }
 
     private mutating func remove(kind: CacheEntryKind, key: String) {
         guard let entry = contents.remove(kind: kind, key: key) else { return }
         switch entry {
-        case .accessToken(let value): accessTokens.removeMember(key, at: CredentialID(value))
+        case .accessToken(let value):
+            let id = CredentialID(value)
+            accessTokens[id]?.remove(key: key)
+            if accessTokens[id]?.isEmpty == true { accessTokens[id] = nil }
         case .idToken(let value): idTokens.removeMember(key, at: CredentialID(value))
         case .refreshToken(let value):
             refreshTokensByClient.removeMember(key, at: ClientID(
@@ -385,7 +433,7 @@ struct CacheIndex: Sendable {
                 refreshTokensByFamily.removeMember(key, at: ClientID(
                     homeAccountID: value.homeAccountID, environment: value.environment, clientOrFamilyID: familyID))
             }
-        case .account(let value): accountsByHome.removeMember(key, at: value.homeAccountID.lowercased())
+        case .account(let value): accountsByHome.removeMember(key, at: value.homeAccountID.lowercasedIfNeeded())
         case .appMetadata(let value):
             appMetadata.removeMember(key, at: ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID))
         }
@@ -397,7 +445,10 @@ struct CacheIndex: Sendable {
 
     private mutating func addToIndex(_ entry: CacheEntry, storedKey key: String) {
         switch entry {
-        case .accessToken(let value): accessTokens[CredentialID(value), default: []].insert(key)
+        case .accessToken(let value):
+            let scopes = scopeTable.intern(value.scopes)
+            accessTokens[CredentialID(value), default: AccessTokenPartition()].insert(
+                AccessTokenPartition.Token(key: key, scopes: scopes, expiresOn: value.expiresOn))
         case .idToken(let value): idTokens[CredentialID(value), default: []].insert(key)
         case .refreshToken(let value):
             refreshTokensByClient[ClientID(
@@ -406,13 +457,49 @@ struct CacheIndex: Sendable {
                 refreshTokensByFamily[ClientID(
                     homeAccountID: value.homeAccountID, environment: value.environment, clientOrFamilyID: familyID), default: []].insert(key)
             }
-        case .account(let value): accountsByHome[value.homeAccountID.lowercased(), default: []].insert(key)
+        case .account(let value): accountsByHome[value.homeAccountID.lowercasedIfNeeded(), default: []].insert(key)
         case .appMetadata(let value):
             appMetadata[ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID), default: []].insert(key)
             return
         }
         byHomeEnvironment[HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment), default: []]
             .insert(CacheEntryRemoval(kind: entry.kind, key: key))
+    }
+
+    /// The access token of `id` whose scopes include every scope of `scopes` and that expires last
+    /// (on a tie, the one with the smallest ``AccessTokenEntry/key``); `nil` when none does.
+    func bestAccessToken(in id: CredentialID, including scopes: ScopeSet) -> AccessTokenEntry? {
+        guard let partition = accessTokens[id] else { return nil }
+        guard let wanted = scopeTable.ids(of: scopes) else { return nil }  // a scope no token holds
+        var best: AccessTokenPartition.Token?
+        var bestEntry: AccessTokenEntry?
+        partition.forEachToken(including: wanted) { token in
+            guard let current = best else {
+                best = token
+                return
+            }
+            if token.expiresOn > current.expiresOn {
+                best = token
+                bestEntry = nil
+            } else if token.expiresOn == current.expiresOn {
+                // Rare: compare the entries' own keys, as the lookup always has.
+                guard let candidate = contents.accessTokens[token.key] else { return }
+                if bestEntry == nil { bestEntry = contents.accessTokens[current.key] }
+                if let held = bestEntry, candidate.key < held.key {
+                    best = token
+                    bestEntry = candidate
+                }
+            }
+        }
+        guard let best else { return nil }
+        return bestEntry ?? contents.accessTokens[best.key]
+    }
+
+    /// The stored keys of the access tokens of `id` that share a scope with `scopes` or have no scope.
+    func accessTokenKeys(in id: CredentialID, intersectingOrEmpty scopes: ScopeSet) -> [String] {
+        guard let partition = accessTokens[id] else { return [] }
+        let known = scopeTable.knownIDs(of: scopes)
+        return partition.keys { token in token.scopes.isEmpty || token.scopes.intersectsSorted(known) }
     }
 
     /// Refresh tokens stored under `keys`, newest `last_modification_time` first, then by key.
@@ -435,6 +522,149 @@ extension Dictionary {
     }
 }
 
+extension String {
+    /// `lowercased()`, but the string itself (no copy) when it is ASCII without capital letters,
+    /// as identifiers (GUIDs, hosts) usually are.
+    func lowercasedIfNeeded() -> String {
+        let plain = utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 < 0x80 && ($0 < 0x41 || $0 > 0x5A) }
+        }
+        return plain == true ? self : lowercased()
+    }
+}
+
 extension AccountEntry {
-    fileprivate var sortKey: (String, String, String) { (homeAccountID.lowercased(), environment.lowercased(), realm.lowercased()) }
+    fileprivate var sortKey: (String, String, String) {
+        (homeAccountID.lowercasedIfNeeded(), environment.lowercasedIfNeeded(), realm.lowercasedIfNeeded())
+    }
+}
+
+// MARK: - Access token partitions
+
+/// Numbers the lowercased scopes of the cached access tokens, so that a lookup compares small
+/// integers instead of parsing each token's `target`. Numbers are never reused while the index lives.
+struct ScopeTable: Sendable {
+    private var numbers: [String: Int32] = [:]
+
+    /// The sorted numbers of `scopes`, numbering the scopes not seen before.
+    mutating func intern(_ scopes: ScopeSet) -> [Int32] {
+        var ids: [Int32] = []
+        ids.reserveCapacity(scopes.count)
+        for scope in scopes.normalized {
+            if let id = numbers[scope] {
+                ids.append(id)
+            } else {
+                let id = Int32(numbers.count)
+                numbers[scope] = id
+                ids.append(id)
+            }
+        }
+        ids.sort()
+        return ids
+    }
+
+    /// The sorted numbers of `scopes`, or `nil` when one of them is in no cached token.
+    func ids(of scopes: ScopeSet) -> [Int32]? {
+        var ids: [Int32] = []
+        ids.reserveCapacity(scopes.count)
+        for scope in scopes.normalized {
+            guard let id = numbers[scope] else { return nil }
+            ids.append(id)
+        }
+        ids.sort()
+        return ids
+    }
+
+    /// The sorted numbers of the scopes of `scopes` that some cached token holds.
+    func knownIDs(of scopes: ScopeSet) -> [Int32] {
+        scopes.normalized.compactMap { numbers[$0] }.sorted()
+    }
+}
+
+/// The access tokens of one (home account ID, environment, realm, client ID): each token's stored
+/// key, scope numbers (see ``ScopeTable``) and expiry. A partition of many tokens (an app that asks
+/// for many scope sets) also maps each scope to the tokens that hold it, so a lookup reads only
+/// those; a small one is scanned.
+struct AccessTokenPartition: Sendable {
+    struct Token: Sendable {
+        let key: String
+        /// Sorted, without duplicates.
+        let scopes: [Int32]
+        let expiresOn: Date
+    }
+
+    /// Above this many tokens, lookups go through ``holders``.
+    static let scanLimit = 32
+
+    private var tokens: [String: Token] = [:]
+    /// Scope number → stored keys of the tokens with that scope; only for partitions above ``scanLimit``.
+    private var holders: [Int32: Set<String>]?
+
+    var isEmpty: Bool { tokens.isEmpty }
+
+    mutating func insert(_ token: Token) {
+        if let old = tokens.updateValue(token, forKey: token.key) { unlinkHolders(old) }
+        if holders != nil {
+            linkHolders(token)
+        } else if tokens.count > Self.scanLimit {
+            holders = [:]
+            for token in tokens.values { linkHolders(token) }
+        }
+    }
+
+    mutating func remove(key: String) {
+        guard let old = tokens.removeValue(forKey: key) else { return }
+        unlinkHolders(old)
+    }
+
+    /// Calls `body` with every token whose scopes include all of `wanted` (sorted numbers).
+    func forEachToken(including wanted: [Int32], _ body: (Token) -> Void) {
+        if let holders, let first = wanted.min(by: { (holders[$0]?.count ?? 0) < (holders[$1]?.count ?? 0) }) {
+            for key in holders[first] ?? [] {
+                if let token = tokens[key], token.scopes.includesSorted(wanted) { body(token) }
+            }
+            return
+        }
+        for token in tokens.values where token.scopes.includesSorted(wanted) { body(token) }
+    }
+
+    /// The stored keys of the tokens for which `predicate` holds.
+    func keys(where predicate: (Token) -> Bool) -> [String] {
+        tokens.values.filter(predicate).map(\.key)
+    }
+
+    private mutating func linkHolders(_ token: Token) {
+        for scope in token.scopes { holders?[scope, default: []].insert(token.key) }
+    }
+
+    private mutating func unlinkHolders(_ token: Token) {
+        guard holders != nil else { return }
+        for scope in token.scopes {
+            holders?[scope]?.remove(token.key)
+            if holders?[scope]?.isEmpty == true { holders?[scope] = nil }
+        }
+    }
+}
+
+extension Array where Element == Int32 {
+    /// Whether this sorted array contains every element of the sorted array `other`.
+    func includesSorted(_ other: [Int32]) -> Bool {
+        var index = startIndex
+        for value in other {
+            while index < endIndex && self[index] < value { index += 1 }
+            guard index < endIndex, self[index] == value else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// Whether this sorted array and the sorted array `other` share an element.
+    func intersectsSorted(_ other: [Int32]) -> Bool {
+        var i = startIndex, j = other.startIndex
+        while i < endIndex && j < other.endIndex {
+            if self[i] == other[j] { return true }
+            if self[i] < other[j] { i += 1 } else { j += 1 }
+        }
+        return false
+    }
 }

@@ -163,8 +163,9 @@ public struct TokenCacheContents: Sendable, Equatable {
     public mutating func apply(_ change: TokenCacheChange) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for entry in change.upserts {
-            unreadableEntries[entry.kind.rawValue]?[entry.key] = nil
-            insert(entry, storedKey: entry.key)
+            let key = entry.key  // built from the entry's fields: once, not per use
+            unreadableEntries[entry.kind.rawValue]?[key] = nil
+            insert(entry, storedKey: key)
         }
     }
 }

@@ -111,6 +111,12 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
     /// For ``AuthorityType/b2c``: the policy (user flow or custom policy, e.g. `B2C_1_SignUpSignIn`),
     /// as given; `nil` for the other types.
     public let policy: String?
+    /// The host, with `:port` when the URL names a port. This is the `environment` of cache entries.
+    /// (Derived from ``url`` once: silent requests read it on every call.)
+    public let environment: String
+    /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`,
+    /// `localhost`). Derived from ``url`` once.
+    public let isLoopback: Bool
 
     /// Parses and classifies an authority.
     ///
@@ -211,6 +217,9 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         self.url = url
         self.type = resolvedType
         self.policy = policy
+        let normalizedHost = url.host ?? ""
+        self.environment = url.port.map { "\(normalizedHost):\($0)" } ?? normalizedHost
+        self.isLoopback = Authority.isLoopbackHost(normalizedHost)
     }
 
     /// The type of an authority parsed without an explicit one (see ``init(_:type:knownAuthorities:)``).
@@ -244,13 +253,6 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         return authority
     }
 
-    /// The host, with `:port` when the URL names a port. This is the `environment` of cache entries.
-    public var environment: String {
-        let host = url.host ?? ""
-        if let port = url.port { return "\(host):\(port)" }
-        return host
-    }
-
     /// The OpenID Connect discovery document's URL:
     /// `<authority>/v2.0/.well-known/openid-configuration` for Entra ID and B2C (the v2.0 endpoints),
     /// `<authority>/.well-known/openid-configuration` for AD FS and other issuers (OpenID Connect
@@ -261,9 +263,6 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         case .oidc, .adfs: url.appendingPathComponent(".well-known/openid-configuration")
         }
     }
-
-    /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`, `localhost`).
-    public var isLoopback: Bool { Authority.isLoopbackHost(url.host ?? "") }
 
     /// ``url`` as a string.
     public var description: String { url.absoluteString }

@@ -20,7 +20,7 @@ public struct ClientInfo: Sendable, Hashable {
     ///   base64url JSON with string `uid` and `utid`.
     public init(encoded: String) throws(MSALError) {
         guard let data = Base64URL.decode(encoded),
-              let object = try? JSONDecoder().decode([String: JSONValue].self, from: data),
+              case .object(let object)? = JSONValue(parsing: data),
               let uid = object["uid"]?.stringValue, !uid.isEmpty,
               let utid = object["utid"]?.stringValue, !utid.isEmpty
         else {

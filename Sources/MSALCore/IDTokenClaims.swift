@@ -15,12 +15,12 @@ public struct IDTokenClaims: Sendable, Hashable {
     /// - Throws: ``MSALError`` `.internal(.invalidIDToken)` when the token does not have three
     ///   dot-separated parts or the payload is not base64url JSON object.
     public init(jwt: String) throws(MSALError) {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        let parts = jwt.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 || parts.count == 5 else {
             throw .internal(.invalidIDToken, "The ID token is not a compact JWT (expected three dot-separated parts).")
         }
-        guard let data = Base64URL.decode(String(parts[1])),
-              let object = try? JSONDecoder().decode([String: JSONValue].self, from: data)
+        guard let data = Base64URL.decode(String(decoding: parts[1], as: UTF8.self)),
+              case .object(let object)? = JSONValue(parsing: data)
         else {
             throw .internal(.invalidIDToken, "The ID token's payload is not base64url-encoded JSON.")
         }

@@ -41,11 +41,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    /// Parses JSON text (RFC 8259; a top-level scalar is allowed) with Foundation's
-    /// `JSONSerialization`, several times faster on Linux than decoding `JSONValue` through
-    /// `JSONDecoder`, which must try each type in turn. Use it for large documents (token caches).
+    /// Parses JSON text (RFC 8259; a top-level scalar is allowed), several times faster on Linux than
+    /// decoding `JSONValue` through `JSONDecoder`, which must try each type in turn. Use it for large
+    /// documents (token caches). Plain UTF-8 JSON is read byte by byte straight into values; anything
+    /// that parser leaves (another encoding, a duplicate key, huge numbers) goes to Foundation's
+    /// `JSONSerialization`, so the result is the same either way.
     /// - Returns: `nil` when `data` is not JSON.
     public init?(parsing data: Data) {
+        if let value = JSONParser.parse(data) {
+            self = value
+            return
+        }
+        self.init(foundationParsing: data)
+    }
+
+    /// ``init(parsing:)`` through `JSONSerialization` only.
+    init?(foundationParsing data: Data) {
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
               let value = JSONValue(foundationObject: object) else { return nil }
         self = value
@@ -106,19 +117,33 @@ public enum Base64URL {
     /// Decodes base64url with or without padding.
     /// - Returns: the bytes, or `nil` when the input is not base64url.
     public static func decode(_ string: String) -> Data? {
-        var base64 = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        let remainder = base64.count % 4
+        // Byte by byte: '-' and '_' become '+' and '/', then the padding goes back on.
+        var bytes = Array(string.utf8)
+        let remainder = bytes.count % 4
         if remainder == 1 { return nil }
-        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
-        return Data(base64Encoded: base64)
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "-"): bytes[index] = UInt8(ascii: "+")
+            case UInt8(ascii: "_"): bytes[index] = UInt8(ascii: "/")
+            default: break
+            }
+        }
+        if remainder > 0 { bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 4 - remainder)) }
+        return Data(base64Encoded: Data(bytes))
     }
 
     /// Encodes bytes as base64url without padding.
     /// - Returns: the encoded string.
     public static func encode(_ data: Data) -> String {
-        data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        var bytes = Array(data.base64EncodedData())
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "+"): bytes[index] = UInt8(ascii: "-")
+            case UInt8(ascii: "/"): bytes[index] = UInt8(ascii: "_")
+            default: break
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -131,21 +131,21 @@ enum FormEncoding {
 
     /// Encodes one name or value.
     static func encode(_ string: String) -> String {
-        var out = ""
+        var out: [UInt8] = []
         out.reserveCapacity(string.utf8.count)
-        let hex: [Character] = Array("0123456789ABCDEF")
+        let hex = Array("0123456789ABCDEF".utf8)
         for byte in string.utf8 {
             if isUnreserved(byte) {
-                out.append(Character(Unicode.Scalar(byte)))
+                out.append(byte)
             } else if byte == UInt8(ascii: " ") {
-                out.append("+")
+                out.append(UInt8(ascii: "+"))
             } else {
-                out.append("%")
+                out.append(UInt8(ascii: "%"))
                 out.append(hex[Int(byte >> 4)])
                 out.append(hex[Int(byte & 0x0F)])
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Encodes the fields as `name=value` pairs joined by `&`, sorted by name.

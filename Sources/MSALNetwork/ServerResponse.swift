@@ -56,12 +56,7 @@ enum ServerResponse {
         if contentType.contains("text/html") || trimmed.first == UInt8(ascii: "<") {
             throw invalid("with an HTML page instead of JSON")
         }
-        let value: JSONValue
-        do {
-            value = try JSONDecoder().decode(JSONValue.self, from: response.body)
-        } catch {
-            throw invalid("with a body that is not JSON")
-        }
+        guard let value = JSONValue(parsing: response.body) else { throw invalid("with a body that is not JSON") }
         guard let object = value.objectValue else { throw invalid("with JSON that is not an object") }
 
         if let oauthError = object["error"]?.stringValue, !oauthError.isEmpty {

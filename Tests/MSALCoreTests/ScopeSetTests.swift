@@ -72,3 +72,50 @@ struct ScopeCharacterTests {
         #expect(error.description.contains("line1 line2"))
     }
 }
+
+@Suite("ScopeSet fast paths")
+struct ScopeSetFastPathTests {
+    @Test("sortedScopes(spaceDelimited:) is ScopeSet(spaceDelimited:).scopes", arguments: [
+        "a b c", "c b a", "User.Read Mail.Read", "https://res.example/Files.Read https://res.example/Mail.Read", "A a",
+        "a A b", " a\tb\nc ", "", "   ", "a\r\nb", "b\r\na", "é a", "a é", "Z a", "a Z", "x.default y", "a a", "ab a",
+    ])
+    func sortedScopes(target: String) {
+        #expect(ScopeSet.sortedScopes(spaceDelimited: target) == ScopeSet(spaceDelimited: target).scopes)
+    }
+
+    @Test("validatedRequest gives the same set as ScopeSet for plain scopes, the first spelling of duplicates kept")
+    func validatedRequest() throws {
+        let scopes = ["https://res.example/User.Read", "Mail.Send", "mail.send", "a!b", "Z"]
+        let set = try ScopeSet.validatedRequest(scopes)
+        #expect(set == ScopeSet(scopes))
+        #expect(set.scopes == ScopeSet(scopes).scopes)
+        #expect(set.scopes.contains("Mail.Send") && !set.scopes.contains("mail.send"))
+        // Empty strings are dropped, as ScopeSet drops them.
+        #expect(try ScopeSet.validatedRequest(["", "a"]).scopes == ["a"])
+    }
+
+    @Test("Set operations agree with their definitions on generated sets (seeded)")
+    func algebraAgainstDefinitions() {
+        var state: UInt64 = 42
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        let pool = ["a", "B", "b", "c", "User.Read", "user.read", "Mail.Send", "x/.default", "é"]
+        func random() -> ScopeSet { ScopeSet((0..<Int(next() % 5)).map { _ in pool[Int(next() % UInt64(pool.count))] }) }
+        for _ in 0..<300 {
+            let a = random(), b = random()
+            let la = Set(a.normalized), lb = Set(b.normalized)
+            #expect(a.isSuperset(of: b) == lb.isSubset(of: la))
+            #expect(a.intersects(b) == !la.isDisjoint(with: lb))
+            #expect(Set(a.union(b).normalized) == la.union(lb))
+            #expect(Set(a.subtracting(b).normalized) == la.subtracting(lb))
+            #expect(a.union(b).normalized == a.union(b).normalized.sorted())
+            #expect((a == b) == (la == lb))
+            #expect(a.normalized.allSatisfy { a.contains($0) })
+        }
+    }
+}

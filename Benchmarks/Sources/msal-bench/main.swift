@@ -1,0 +1,85 @@
+import BenchmarkSupport
+import Foundation
+
+// msal-bench: swift-msal's benchmarks. One JSON line per case on stdout; progress on stderr.
+//
+//   msal-bench header [--mode full|smoke]
+//   msal-bench lookup --backend B --n N [--tenants T] [--scope-sets S] [--secret-length L] [--label L]
+//                     [--only facade,cold,raw,miss-refresh] [--smoke]
+//   msal-bench refresh [--smoke]
+//   msal-bench fixture --n N --out DIR [--lookups K]
+//
+// Backends: in-memory, sqlite, encrypted-file, json-file, keyring (needs a D-Bus session with a
+// Secret Service: scripts/lib/keyring-session.sh). Release builds only.
+
+refuseDebugBuild()
+
+func usage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("msal-bench: \(message)\nusage: msal-bench header|lookup|refresh|fixture [options] (see Benchmarks/Sources/msal-bench/main.swift)\n".utf8))
+    exit(64)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else { usage("no command") }
+arguments.removeFirst()
+var values: [String: String] = [:]
+var flags: Set<String> = []
+var index = 0
+while index < arguments.count {
+    let argument = arguments[index]
+    guard argument.hasPrefix("--") else { usage("unexpected argument '\(argument)'") }
+    let name = String(argument.dropFirst(2))
+    if name == "smoke" {
+        flags.insert(name)
+        index += 1
+    } else {
+        guard index + 1 < arguments.count else { usage("--\(name) needs a value") }
+        values[name] = arguments[index + 1]
+        index += 2
+    }
+}
+@MainActor func integer(_ name: String, _ fallback: Int) -> Int {
+    guard let text = values[name] else { return fallback }
+    guard let value = Int(text), value > 0 else { usage("--\(name) must be a positive integer") }
+    return value
+}
+let smoke = flags.contains("smoke")
+
+do {
+    switch command {
+    case "header":
+        MachineDescription.printHeader(mode: values["mode"] ?? (smoke ? "smoke" : "full"))
+    case "lookup":
+        var options = LookupOptions()
+        guard let name = values["backend"], let backend = Backend(rawValue: name) else {
+            usage("--backend must be one of \(Backend.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        options.backend = backend
+        options.n = integer("n", 10)
+        options.tenants = integer("tenants", 4)
+        options.scopeSets = integer("scope-sets", 10)
+        options.secretLength = integer("secret-length", 64)
+        options.label = values["label"]
+        options.smoke = smoke
+        if let only = values["only"] {
+            let groups = Set(only.split(separator: ",").map(String.init))
+            let known: Set = ["facade", "cold", "raw", "miss-refresh"]
+            guard groups.isSubset(of: known) else { usage("--only takes \(known.sorted().joined(separator: ","))") }
+            options.facade = groups.contains("facade")
+            options.cold = groups.contains("cold")
+            options.raw = groups.contains("raw")
+            options.missRefresh = groups.contains("miss-refresh")
+        }
+        try await LookupBench(options: options).run()
+    case "refresh":
+        try await RefreshBench(smoke: smoke).run()
+    case "fixture":
+        guard let out = values["out"] else { usage("fixture needs --out DIR") }
+        try Fixture(n: integer("n", 10), directory: out, lookups: integer("lookups", 20_000)).run()
+    default:
+        usage("unknown command '\(command)'")
+    }
+} catch {
+    FileHandle.standardError.write(Data("msal-bench \(command): FAILED: \(error)\n".utf8))
+    exit(1)
+}

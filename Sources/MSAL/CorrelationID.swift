@@ -1,0 +1,51 @@
+internal import Synchronization
+
+/// Makes the correlation IDs of requests that do not bring their own: version 4 UUIDs
+/// (RFC 9562 §5.4), lowercased, as MSAL sends them in `client-request-id`.
+///
+/// A silent request makes one even when the cache answers it, so it must cost far less than the
+/// lookup: instead of asking the system for 16 random bytes per ID (Foundation's `UUID()` opens and
+/// reads `/dev/urandom` each time), each ID mixes a per-process random 128-bit base with a counter
+/// through SplitMix64's finalizer, a bijection: IDs never repeat within a process, and processes
+/// start from unrelated bases. Correlation IDs are not secrets; nothing relies on them being
+/// unpredictable.
+final class CorrelationIDGenerator: Sendable {
+    /// The generator every application uses.
+    static let shared = CorrelationIDGenerator()
+
+    private let base: (UInt64, UInt64)
+    private let counter = Atomic<UInt64>(0)
+
+    init() {
+        var random = SystemRandomNumberGenerator()
+        base = (random.next(), random.next())
+    }
+
+    /// The next ID: `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`, lowercase hex.
+    func next() -> String {
+        let count = counter.add(1, ordering: .relaxed).newValue
+        var high = Self.mix(base.0 &+ count &* 0x9E37_79B9_7F4A_7C15)
+        var low = Self.mix(base.1 ^ count)
+        high = (high & ~0xF000) | 0x4000  // version 4 (the high nibble of byte 6)
+        low = (low & ~(0xC0 << 56)) | (0x80 << 56)  // variant 10 (the top bits of byte 8)
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
+        var position = 0
+        for value in [high, low] {
+            for shift in stride(from: 60, through: 0, by: -4) {
+                if position == 8 || position == 13 || position == 18 || position == 23 { position += 1 }
+                bytes[position] = digits[Int((value >> UInt64(shift)) & 0xF)]
+                position += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// SplitMix64's output function (Steele, Lea and Flood 2014): a bijection on 64-bit values.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
