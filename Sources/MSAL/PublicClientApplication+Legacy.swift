@@ -117,6 +117,9 @@ extension PublicClientApplication {
     /// account: by identifier (the legacy identifier or a kept home account ID), else by username,
     /// in the account's cloud. `nil` sends the request down the ordinary path.
     func legacyUser(forSilent account: Account) throws(MSALError) -> LegacyUser? {
+        // An MSAL account of the cache (every silent call of a migrated app): one kept lookup, before
+        // any legacy cache is read.
+        if try self.account(homeAccountID: account.identifier, environment: account.environment) != nil { return nil }
         let identifier = account.identifier.lowercased()
         if try allAccounts().contains(where: { $0.identifier.lowercased() == identifier }) { return nil }
         let cloud = LegacyUser.cloud(of: account.environment)
