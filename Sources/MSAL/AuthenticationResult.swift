@@ -32,7 +32,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     /// The claims of the ID token, if one is cached or was returned.
     public let idTokenClaims: IDTokenClaims?
     /// The correlation ID of the request that produced the token (for cache hits, of this call).
-    public let correlationID: String
+    public internal(set) var correlationID: String
     /// Whether the token came from the cache or from the identity provider.
     public let tokenSource: TokenSource
     /// The authority the token was requested from.

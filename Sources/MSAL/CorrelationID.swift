@@ -28,17 +28,26 @@ final class CorrelationIDGenerator: Sendable {
         var low = Self.mix(base.1 ^ count)
         high = (high & ~0xF000) | 0x4000  // version 4 (the high nibble of byte 6)
         low = (low & ~(0xC0 << 56)) | (0x80 << 56)  // variant 10 (the top bits of byte 8)
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
-        var position = 0
-        for value in [high, low] {
-            for shift in stride(from: 60, through: 0, by: -4) {
-                if position == 8 || position == 13 || position == 18 || position == 23 { position += 1 }
-                bytes[position] = digits[Int((value >> UInt64(shift)) & 0xF)]
+        // One allocation: the string's own storage, written in place.
+        return String(unsafeUninitializedCapacity: 36) { bytes in
+            var position = 0
+            for nibble in 0..<32 {
+                if position == 8 || position == 13 || position == 18 || position == 23 {
+                    bytes[position] = UInt8(ascii: "-")
+                    position += 1
+                }
+                let value = nibble < 16 ? high : low
+                let shift = UInt64(60 - 4 * (nibble % 16))
+                bytes[position] = Self.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF)
                 position += 1
             }
+            return 36
         }
-        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The lowercase hexadecimal digit of a value below 16.
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 
     /// SplitMix64's output function (Steele, Lea and Flood 2014): a bijection on 64-bit values.

@@ -37,6 +37,8 @@ public final class PublicClientApplication: Sendable {
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
     let idTokenClaims = Mutex<[String: IDTokenClaims]>([:])
+    /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
+    let silentHits = SilentHitMemo()
 
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
@@ -183,14 +185,53 @@ public final class PublicClientApplication: Sendable {
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
         let correlationID = parameters.correlationID?.uuidString.lowercased() ?? CorrelationIDGenerator.shared.next()
+        let probe = SilentHitMemo.Probe(SilentHitMemo.Key(
+            scopes: parameters.scopes, accountIdentifier: parameters.account.identifier,
+            authority: parameters.authority ?? configuration.authority))
+        if var kept = keptHit(parameters, probe) {
+            kept.correlationID = correlationID
+            return kept
+        }
         do {
-            return try await silent(parameters, correlationID: correlationID)
+            return try await silent(parameters, correlationID: correlationID, probe: probe)
         } catch {
             throw error.filling(correlationID: correlationID)
         }
     }
 
-    func silent(_ parameters: SilentTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
+    /// The answer ``silent(_:correlationID:probe:)`` gave to the same request (scopes as given, account
+    /// identifier, authority) at the cache's current revision, when its access token is still to be
+    /// served now; `nil` otherwise (also when the cache cannot be read: the ordinary path reports it).
+    private func keptHit(_ parameters: SilentTokenParameters, _ probe: SilentHitMemo.Probe) -> AuthenticationResult? {
+        guard !parameters.forceRefresh, parameters.claims == nil,
+              let (hit, revision) = silentHits.hit(for: probe), (try? cache.revision()) == revision else { return nil }
+        let decision = SilentDecision.decide(
+            expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, now: configuration.clock.now(),
+            expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: false)
+        guard decision == .useCached else { return nil }
+        logger.debug("silent request served from the cache for \(pii: parameters.account.identifier)")
+        return hit.result
+    }
+
+    /// Whether a cache hit for this request may be kept by ``silentHits``: its target tenant must
+    /// follow from the authority and the account's identifier alone (not from a discovery document
+    /// or the caller's tenant profiles), and its account must come from the cache.
+    private static func keepsHit(authority: Authority, account: Account) -> Bool {
+        switch (authority.type, authority.tenant) {
+        case (.aad, .tenantID?): true
+        case (.aad, .domain?): false
+        case (.aad, _), (.b2c, _): account.homeAccountID != nil
+        case (.adfs, _), (.oidc, _): true
+        }
+    }
+
+    /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is kept; `nil`
+    ///   to make it from `parameters`.
+    func silent(
+        _ parameters: SilentTokenParameters, correlationID: String, probe: SilentHitMemo.Probe? = nil
+    ) async throws(MSALError) -> AuthenticationResult {
+        // Read before any lookup, so an answer is never kept for a newer state than it saw.
+        let revision = try cache.revision()
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
@@ -220,7 +261,15 @@ public final class PublicClientApplication: Sendable {
         let extraParameters = requestParameters
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
-            return try cachedResult(cached, account: account, authority: authority, correlationID: correlationID)
+            let (result, accountIsCached) = try cachedResultAndSource(cached, account: account, authority: authority, correlationID: correlationID)
+            if accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
+                silentHits.keep(
+                    SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
+                    for: probe ?? SilentHitMemo.Probe(SilentHitMemo.Key(
+                        scopes: parameters.scopes, accountIdentifier: account.identifier, authority: requestAuthority)),
+                    revision: revision)
+            }
+            return result
         }
 
         // Every input that changes the request is in the key, so calls that differ never share a result.
@@ -480,14 +529,25 @@ public final class PublicClientApplication: Sendable {
     private func cachedResult(
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
     ) throws(MSALError) -> AuthenticationResult {
-        let current = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment) ?? account
+        try cachedResultAndSource(
+            entry, account: account, authority: authority, correlationID: correlationID,
+            isExtendedLifetimeToken: isExtendedLifetimeToken).result
+    }
+
+    /// ``cachedResult(_:account:authority:correlationID:isExtendedLifetimeToken:)``, and whether its
+    /// account came from the cache (`false`: the caller's account, which the cache does not hold).
+    private func cachedResultAndSource(
+        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
+    ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
+        let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment)
+        let current = found ?? account
         let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
-        return AuthenticationResult(
+        return (AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
             scopes: ScopeSet.sortedScopes(spaceDelimited: entry.target), account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority,
-            isExtendedLifetimeToken: isExtendedLifetimeToken)
+            isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
     }
 
     /// Whether the provider was unavailable rather than refusing: a 5xx, a timeout, a network error.

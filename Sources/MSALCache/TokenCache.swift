@@ -167,6 +167,17 @@ public final class TokenCache: Sendable {
         return value
     }
 
+    /// A number that changes whenever what this cache holds changes: on every load, on every save
+    /// or removal through it, and when another process or another `TokenCache` changed the store
+    /// (the store's ``TokenCacheStore/changeStamp()`` is checked first, as for every lookup). Answers
+    /// computed from lookups made while it was `r` still hold while it is `r`. It only grows, and is
+    /// specific to this instance.
+    /// - Returns: the current revision.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func revision() throws(MSALError) -> UInt64 {
+        try withState { state in state.revision }
+    }
+
     /// A copy of everything the store holds, as last loaded (reloaded first if the store changed).
     /// - Returns: the contents.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.

@@ -32,6 +32,14 @@ public struct Account: Sendable, Hashable, Identifiable {
     /// The Entra ID object ID and tenant ID that make up ``identifier`` (`<uid>.<utid>`), or `nil`
     /// when the identifier has no such shape (OpenID Connect providers).
     public var homeAccountID: (objectID: String, tenantID: String)? {
+        // Home account IDs are ASCII: split the bytes (splitting Characters costs microseconds).
+        let utf8 = identifier.utf8
+        if utf8.allSatisfy({ $0 < 0x80 }) {
+            guard let dot = utf8.firstIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else { return nil }
+            let tenantStart = utf8.index(after: dot)
+            guard tenantStart != utf8.endIndex, !utf8[tenantStart...].contains(UInt8(ascii: ".")) else { return nil }
+            return (String(identifier[..<dot]), String(identifier[tenantStart...]))
+        }
         let parts = identifier.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
         return (String(parts[0]), String(parts[1]))

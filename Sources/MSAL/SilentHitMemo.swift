@@ -1,0 +1,113 @@
+import Foundation
+import MSALCore
+internal import Synchronization
+
+/// The answers of silent requests served from the cache, kept for the cache revision they were
+/// read at (``TokenCache/revision()``), so a request that repeats while the cache has not changed
+/// (the common case: an app asks for the same scopes for the same account again and again) is
+/// answered without validating its scopes, resolving its authority, and looking up the token and
+/// the account again. Expiry is still decided on every call with the application's clock, and a
+/// change of the cache in any process (a new revision) makes every kept answer stale.
+///
+/// The key is the request as the app gave it (scopes in its order and case, the account's
+/// identifier, the authority), so only a request already answered in full by the ordinary path is
+/// ever answered from here.
+///
+/// A table of ``slotCount`` slots, a request's slot chosen by its hash: a lookup is one hash and
+/// one comparison. An answer is kept when its request comes the second time (its hash was seen in
+/// the slot before) or replaces its own stale answer, so a stream of requests that seldom repeat
+/// (a server acting for many users) writes a hash per call instead of keeping every answer.
+final class SilentHitMemo: Sendable {
+    /// What identifies a silent request for this memo.
+    struct Key: Hashable, Sendable {
+        let scopes: [String]
+        let accountIdentifier: String
+        let authority: Authority
+
+        /// Hashes the scopes, the identifier and the authority's host and tenant (equal keys have
+        /// equal hashes: `==` compares every field); the authority's URL is only compared.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(scopes)
+            hasher.combine(accountIdentifier)
+            hasher.combine(authority.environment)
+            hasher.combine(authority.tenant?.segment)
+        }
+    }
+
+    /// A request's key, hash and slot, found once per call and used both to look up and to keep.
+    struct Probe: Sendable {
+        let key: Key
+        let hash: Int
+        let slotIndex: Int
+
+        init(_ key: Key) {
+            self.key = key
+            hash = key.hashValue
+            slotIndex = hash & (SilentHitMemo.slotCount - 1)
+        }
+    }
+
+    /// A kept answer and the access token's expiry, to decide each call anew.
+    struct Hit: Sendable {
+        let result: AuthenticationResult
+        let expiresOn: Date
+        let refreshOn: Date?
+    }
+
+    /// One kept answer, with the cache revision it was read at.
+    private final class Slot: Sendable {
+        let key: Key
+        let hit: Hit
+        let revision: UInt64
+
+        init(key: Key, hit: Hit, revision: UInt64) {
+            self.key = key
+            self.hit = hit
+            self.revision = revision
+        }
+    }
+
+    private struct Table {
+        var slots: [Slot?] = []
+        /// The hash of the last request of each slot that was not kept.
+        var seen: [Int] = []
+    }
+
+    /// Slots of the table (a power of two).
+    static let slotCount = 4_096
+
+    /// Empty until the first answer is offered.
+    private let table = Mutex(Table())
+
+    /// The answer kept for the probe's request and the cache revision it was read at, or `nil`.
+    func hit(for probe: Probe) -> (hit: Hit, revision: UInt64)? {
+        let index = probe.slotIndex
+        return table.withLock { table -> (hit: Hit, revision: UInt64)? in
+            guard index < table.slots.count, let slot = table.slots[index], slot.key == probe.key else { return nil }
+            return (slot.hit, slot.revision)
+        }
+    }
+
+    /// Offers `hit`, read at cache revision `revision`, for the probe's request: kept in its slot
+    /// when the request comes the second time or its slot holds its stale answer, unless the slot
+    /// holds an answer read at a newer revision.
+    func keep(_ hit: Hit, for probe: Probe, revision: UInt64) {
+        let index = probe.slotIndex
+        // The replaced answer is released after the lock.
+        let replaced: Slot? = table.withLock { table -> Slot? in
+            if table.slots.isEmpty {
+                table.slots = [Slot?](repeating: nil, count: Self.slotCount)
+                table.seen = [Int](repeating: 0, count: Self.slotCount)
+            }
+            let current = table.slots[index]
+            if let current, current.revision > revision { return nil }
+            guard current?.key == probe.key || table.seen[index] == probe.hash else {
+                table.seen[index] = probe.hash
+                return nil
+            }
+            table.slots[index] = Slot(key: probe.key, hit: hit, revision: revision)
+            return current
+        }
+        withExtendedLifetime(replaced) {}
+    }
+}
