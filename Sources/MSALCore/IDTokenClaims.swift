@@ -75,7 +75,11 @@ public struct IDTokenClaims: Sendable, Hashable {
     ) throws(MSALError) {
         if let issuer {
             var expected = issuer
-            if let tid = tenantID { expected = expected.replacingOccurrences(of: "{tenantid}", with: tid) }
+            // Only multi-tenant discovery documents carry the placeholder: skip the search otherwise
+            // (Foundation's replacingOccurrences goes through NSString).
+            if let tid = tenantID, expected.utf8.contains(UInt8(ascii: "{")) {
+                expected = expected.replacingOccurrences(of: "{tenantid}", with: tid)
+            }
             guard let actual = self.issuer, IDTokenClaims.sameIssuer(actual, expected) else {
                 throw .internal(.invalidIDToken, "The ID token's issuer '\(self.issuer ?? "(none)")' is not the provider's issuer '\(expected)'.")
             }
