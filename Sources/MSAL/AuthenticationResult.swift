@@ -15,33 +15,69 @@ public enum TokenSource: String, Sendable, Hashable {
 ///
 /// Source: MSAL for iOS/macOS `MSALResult`. Its `description` hides the tokens.
 public struct AuthenticationResult: Sendable, CustomStringConvertible {
+    /// Everything but the correlation ID, in one shared object: a result is copied on every cache
+    /// hit (the same token and account, a new correlation ID), and copying one reference costs less
+    /// than copying a dozen fields.
+    private final class Storage: Sendable {
+        let accessToken: String
+        let tokenType: String
+        let expiresOn: Date
+        let scopes: [String]
+        let account: Account
+        let tenantID: String
+        let idToken: String?
+        let idTokenClaims: IDTokenClaims?
+        let tokenSource: TokenSource
+        let authority: Authority
+        let isExtendedLifetimeToken: Bool
+
+        init(
+            accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account, tenantID: String,
+            idToken: String?, idTokenClaims: IDTokenClaims?, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+        ) {
+            self.accessToken = accessToken
+            self.tokenType = tokenType
+            self.expiresOn = expiresOn
+            self.scopes = scopes
+            self.account = account
+            self.tenantID = tenantID
+            self.idToken = idToken
+            self.idTokenClaims = idTokenClaims
+            self.tokenSource = tokenSource
+            self.authority = authority
+            self.isExtendedLifetimeToken = isExtendedLifetimeToken
+        }
+    }
+
+    private let storage: Storage
+
     /// The access token, to send as `Authorization: Bearer <token>` (RFC 6750).
-    public let accessToken: String
+    public var accessToken: String { storage.accessToken }
     /// The token type, normally `Bearer`.
-    public let tokenType: String
+    public var tokenType: String { storage.tokenType }
     /// When the access token expires (absolute instant; render in UTC).
-    public let expiresOn: Date
+    public var expiresOn: Date { storage.expiresOn }
     /// The scopes the access token was granted, as the server returned them.
-    public let scopes: [String]
+    public var scopes: [String] { storage.scopes }
     /// The account the token belongs to.
-    public let account: Account
+    public var account: Account { storage.account }
     /// The tenant the token was issued in (`realm`): a tenant ID for Entra ID.
-    public let tenantID: String
+    public var tenantID: String { storage.tenantID }
     /// The raw ID token, if one is cached or was returned.
-    public let idToken: String?
+    public var idToken: String? { storage.idToken }
     /// The claims of the ID token, if one is cached or was returned.
-    public let idTokenClaims: IDTokenClaims?
+    public var idTokenClaims: IDTokenClaims? { storage.idTokenClaims }
     /// The correlation ID of the request that produced the token (for cache hits, of this call).
     public internal(set) var correlationID: String
     /// Whether the token came from the cache or from the identity provider.
-    public let tokenSource: TokenSource
+    public var tokenSource: TokenSource { storage.tokenSource }
     /// The authority the token was requested from.
-    public let authority: Authority
+    public var authority: Authority { storage.authority }
     /// Whether this is a cached access token past its expiry but within its extended lifetime
     /// (`ext_expires_in`), served because the provider is unavailable
     /// (``PublicClientApplicationConfiguration/extendedLifetimeEnabled``). MSAL for iOS/macOS
     /// `MSALResult.extendedLifeTimeToken`.
-    public let isExtendedLifetimeToken: Bool
+    public var isExtendedLifetimeToken: Bool { storage.isExtendedLifetimeToken }
 
     /// Creates a result.
     public init(
@@ -49,18 +85,11 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         tenantID: String, idToken: String?, idTokenClaims: IDTokenClaims?, correlationID: String,
         tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
-        self.accessToken = accessToken
-        self.tokenType = tokenType
-        self.expiresOn = expiresOn
-        self.scopes = scopes
-        self.account = account
-        self.tenantID = tenantID
-        self.idToken = idToken
-        self.idTokenClaims = idTokenClaims
+        storage = Storage(
+            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
+            tenantID: tenantID, idToken: idToken, idTokenClaims: idTokenClaims, tokenSource: tokenSource,
+            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlationID = correlationID
-        self.tokenSource = tokenSource
-        self.authority = authority
-        self.isExtendedLifetimeToken = isExtendedLifetimeToken
     }
 
     /// A summary without the tokens.

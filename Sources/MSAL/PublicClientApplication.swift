@@ -185,12 +185,16 @@ public final class PublicClientApplication: Sendable {
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
         let correlationID = parameters.correlationID?.uuidString.lowercased() ?? CorrelationIDGenerator.shared.next()
-        let probe = SilentHitMemo.Probe(SilentHitMemo.Key(
-            scopes: parameters.scopes, accountIdentifier: parameters.account.identifier,
-            authority: parameters.authority ?? configuration.authority))
-        if var kept = keptHit(parameters, probe) {
-            kept.correlationID = correlationID
-            return kept
+        var probe: SilentHitMemo.Probe?
+        if silentHits.isInUse() {
+            let request = SilentHitMemo.Probe(SilentHitMemo.Key(
+                scopes: parameters.scopes, accountIdentifier: parameters.account.identifier,
+                authority: parameters.authority ?? configuration.authority))
+            if var kept = keptHit(parameters, request) {
+                kept.correlationID = correlationID
+                return kept
+            }
+            probe = request
         }
         do {
             return try await silent(parameters, correlationID: correlationID, probe: probe)
@@ -225,13 +229,13 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
-    /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is kept; `nil`
-    ///   to make it from `parameters`.
+    /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is offered; `nil`
+    ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
     func silent(
         _ parameters: SilentTokenParameters, correlationID: String, probe: SilentHitMemo.Probe? = nil
     ) async throws(MSALError) -> AuthenticationResult {
         // Read before any lookup, so an answer is never kept for a newer state than it saw.
-        let revision = try cache.revision()
+        let revision = probe == nil ? 0 : try cache.revision()
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
@@ -262,12 +266,10 @@ public final class PublicClientApplication: Sendable {
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
             let (result, accountIsCached) = try cachedResultAndSource(cached, account: account, authority: authority, correlationID: correlationID)
-            if accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
+            if let probe, accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
                 silentHits.keep(
                     SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
-                    for: probe ?? SilentHitMemo.Probe(SilentHitMemo.Key(
-                        scopes: parameters.scopes, accountIdentifier: account.identifier, authority: requestAuthority)),
-                    revision: revision)
+                    for: probe, revision: revision)
             }
             return result
         }

@@ -16,7 +16,9 @@ internal import Synchronization
 /// A table of ``slotCount`` slots, a request's slot chosen by its hash: a lookup is one hash and
 /// one comparison. An answer is kept when its request comes the second time (its hash was seen in
 /// the slot before) or replaces its own stale answer, so a stream of requests that seldom repeat
-/// (a server acting for many users) writes a hash per call instead of keeping every answer.
+/// (a server acting for many users) writes a hash per call instead of keeping every answer. When
+/// fewer than one in ``minimumHitShare`` of ``evaluationWindow`` lookups find an answer, the table
+/// is bypassed (no hash, no lock) for the next ``bypassLength`` requests, then tried again.
 final class SilentHitMemo: Sendable {
     /// What identifies a silent request for this memo.
     struct Key: Hashable, Sendable {
@@ -24,12 +26,11 @@ final class SilentHitMemo: Sendable {
         let accountIdentifier: String
         let authority: Authority
 
-        /// Hashes the scopes, the identifier and the authority's host and tenant (equal keys have
-        /// equal hashes: `==` compares every field); the authority's URL is only compared.
+        /// Hashes the scopes, the identifier and the authority's tenant (equal keys have equal
+        /// hashes: `==` compares every field, the authority's whole URL included).
         func hash(into hasher: inout Hasher) {
             hasher.combine(scopes)
             hasher.combine(accountIdentifier)
-            hasher.combine(authority.environment)
             hasher.combine(authority.tenant?.segment)
         }
     }
@@ -71,19 +72,46 @@ final class SilentHitMemo: Sendable {
         var slots: [Slot?] = []
         /// The hash of the last request of each slot that was not kept.
         var seen: [Int] = []
+        /// Lookups since the last evaluation, and how many of them found an answer.
+        var lookups = 0
+        var found = 0
     }
 
     /// Slots of the table (a power of two).
     static let slotCount = 4_096
+    /// Lookups between two evaluations of the share of lookups that find an answer.
+    static let evaluationWindow = 4_096
+    /// Below one lookup in this many finding an answer, the table is bypassed for a while.
+    static let minimumHitShare = 32
+    /// Requests that bypass the table after an evaluation found it of little use.
+    static let bypassLength = 8_192
 
     /// Empty until the first answer is offered.
     private let table = Mutex(Table())
+    /// Requests left that bypass the table.
+    private let bypassed = Atomic<Int>(0)
+
+    /// Whether this request should look up and offer answers: `false` while the table is bypassed.
+    func isInUse() -> Bool {
+        guard bypassed.load(ordering: .relaxed) > 0 else { return true }
+        bypassed.subtract(1, ordering: .relaxed)
+        return false
+    }
 
     /// The answer kept for the probe's request and the cache revision it was read at, or `nil`.
     func hit(for probe: Probe) -> (hit: Hit, revision: UInt64)? {
         let index = probe.slotIndex
         return table.withLock { table -> (hit: Hit, revision: UInt64)? in
+            table.lookups += 1
+            if table.lookups >= Self.evaluationWindow {
+                if table.found * Self.minimumHitShare < table.lookups {
+                    bypassed.store(Self.bypassLength, ordering: .relaxed)
+                }
+                table.lookups = 0
+                table.found = 0
+            }
             guard index < table.slots.count, let slot = table.slots[index], slot.key == probe.key else { return nil }
+            table.found += 1
             return (slot.hit, slot.revision)
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import MSAL
+@testable import MSAL
 import MSALCache
 import MSALCore
 import MSALTestSupport
@@ -106,5 +106,68 @@ struct SilentHitMemoTests {
         let other = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Mail.Read"], account: signIn.account))
         #expect(other.tokenSource == .identityProvider)
         #expect(other.scopes.map { $0.lowercased() }.contains("api://demo/mail.read"))
+    }
+}
+
+/// The table on its own: keeping on the second sighting, stale revisions, and the bypass.
+@Suite("Silent hit table")
+struct SilentHitTableTests {
+    static let authority = try! Authority("https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47")
+
+    static func probe(_ scope: String, account: String = "uid.utid") -> SilentHitMemo.Probe {
+        SilentHitMemo.Probe(SilentHitMemo.Key(scopes: [scope], accountIdentifier: account, authority: authority))
+    }
+
+    static func hit(_ token: String) -> SilentHitMemo.Hit {
+        SilentHitMemo.Hit(
+            result: AuthenticationResult(
+                accessToken: token, tokenType: "Bearer", expiresOn: Date(timeIntervalSince1970: 2_000_000_000), scopes: ["s"],
+                account: Account(identifier: "uid.utid", username: nil, environment: "login.microsoftonline.com", tenantProfiles: []),
+                tenantID: "utid", idToken: nil, idTokenClaims: nil, correlationID: "c", tokenSource: .cache, authority: authority),
+            expiresOn: Date(timeIntervalSince1970: 2_000_000_000), refreshOn: nil)
+    }
+
+    @Test("An answer is kept the second time its request comes, found only by an equal request, and replaced by a newer revision only")
+    func keeping() {
+        let memo = SilentHitMemo()
+        let a = Self.probe("a")
+        memo.keep(Self.hit("first"), for: a, revision: 1)
+        #expect(memo.hit(for: a) == nil, "kept on the first sighting")
+        memo.keep(Self.hit("first"), for: a, revision: 1)
+        #expect(memo.hit(for: a)?.hit.result.accessToken == "first")
+        #expect(memo.hit(for: a)?.revision == 1)
+        #expect(memo.hit(for: Self.probe("a", account: "other.utid")) == nil)
+        #expect(memo.hit(for: Self.probe("A")) == nil)
+        // Its own stale answer is replaced at once; an older revision never replaces a newer one.
+        memo.keep(Self.hit("second"), for: a, revision: 2)
+        #expect(memo.hit(for: a)?.hit.result.accessToken == "second")
+        memo.keep(Self.hit("old"), for: a, revision: 1)
+        #expect(memo.hit(for: a)?.hit.result.accessToken == "second")
+    }
+
+    @Test("After a window of lookups that find nothing, the table is bypassed for a while, then used again")
+    func bypass() {
+        let memo = SilentHitMemo()
+        #expect(memo.isInUse())
+        for index in 0..<SilentHitMemo.evaluationWindow {
+            _ = memo.hit(for: Self.probe("scope-\(index)"))
+        }
+        var bypassed = 0
+        while !memo.isInUse() { bypassed += 1 }
+        #expect(bypassed == SilentHitMemo.bypassLength)
+        #expect(memo.isInUse())
+    }
+
+    @Test("A window where enough lookups find answers keeps the table in use")
+    func staysInUse() {
+        let memo = SilentHitMemo()
+        let a = Self.probe("a")
+        memo.keep(Self.hit("t"), for: a, revision: 1)
+        memo.keep(Self.hit("t"), for: a, revision: 1)
+        for index in 0..<SilentHitMemo.evaluationWindow {
+            _ = memo.hit(for: index % 8 == 0 ? a : Self.probe("scope-\(index)"))
+        }
+        #expect(memo.isInUse())
+        #expect(memo.isInUse())
     }
 }
