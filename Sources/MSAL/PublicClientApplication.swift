@@ -679,11 +679,16 @@ public final class PublicClientApplication: Sendable {
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
         if let claims = idTokenClaims.withLock({ $0[jwt] }) { return claims }
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
+        keepDecodedClaims(claims, of: jwt)
+        return claims
+    }
+
+    /// Keeps `claims`, decoded from `jwt`, for ``decodedClaims(_:)``.
+    func keepDecodedClaims(_ claims: IDTokenClaims, of jwt: String) {
         idTokenClaims.withLock { kept in
             if kept.count >= 1024 { kept.removeAll() }
             kept[jwt] = claims
         }
-        return claims
     }
 
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {

@@ -55,6 +55,8 @@ extension PublicClientApplication {
                     issuer: context.openID.issuer, clientID: clientID, nonce: context.nonce, now: now,
                     allowedClockSkew: configuration.allowedClockSkew)
                 newClaims = claims
+                // The account is assembled again right after the save, with this token's claims.
+                keepDecodedClaims(claims, of: idToken)
             } catch {
                 var failure = error
                 failure.correlationID = correlationID
