@@ -37,6 +37,8 @@ public final class PublicClientApplication: Sendable {
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
     let idTokenClaims = Mutex<[String: IDTokenClaims]>([:])
+    /// ``sortedScopes(ofTarget:)`` by target.
+    let targetScopes = Mutex<[String: [String]]>([:])
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
 
@@ -546,7 +548,7 @@ public final class PublicClientApplication: Sendable {
         let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
         return (AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
-            scopes: ScopeSet.sortedScopes(spaceDelimited: entry.target), account: current, tenantID: entry.realm,
+            scopes: sortedScopes(ofTarget: entry.target), account: current, tenantID: entry.realm,
             idToken: claims?.rawValue, idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
@@ -668,7 +670,7 @@ public final class PublicClientApplication: Sendable {
     /// state (decoding each profile's ID token costs far more than a lookup) and kept by the cache
     /// until it changes.
     func account(homeAccountID: String, environment: String) throws(MSALError) -> Account? {
-        try cache.derivedValue(for: "account|\(homeAccountID)|\(environment)") { () throws(MSALError) -> Account? in
+        try cache.derivedValue(for: DerivedValueKey(kind: "account", homeAccountID, environment)) { () throws(MSALError) -> Account? in
             let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
             guard !entries.isEmpty else { return nil }
             return try makeAccount(entries)
@@ -681,6 +683,18 @@ public final class PublicClientApplication: Sendable {
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
         keepDecodedClaims(claims, of: jwt)
         return claims
+    }
+
+    /// The scopes of a cached access token's `target`, sorted (``ScopeSet/sortedScopes(spaceDelimited:)``),
+    /// split once per distinct target (an app has few) and kept (at most 1024).
+    func sortedScopes(ofTarget target: String) -> [String] {
+        if let scopes = targetScopes.withLock({ $0[target] }) { return scopes }
+        let scopes = ScopeSet.sortedScopes(spaceDelimited: target)
+        targetScopes.withLock { kept in
+            if kept.count >= 1024 { kept.removeAll() }
+            kept[target] = scopes
+        }
+        return scopes
     }
 
     /// Keeps `claims`, decoded from `jwt`, for ``decodedClaims(_:)``.

@@ -25,8 +25,8 @@ public final class TokenCache: Sendable {
         /// `nil` until loaded, and after a change whose effect on the store is not known exactly.
         var index: CacheIndex?
         var stamp: UInt64 = 0
-        /// Values derived from ``index`` (``derivedValue(for:_:)``), dropped whenever it changes.
-        var derived: [String: any Sendable] = [:]
+        /// Values derived from ``index`` (`derivedValue(for:_:)`), dropped whenever it changes.
+        var derived: [DerivedValueKey: any AnyObject & Sendable] = [:]
         /// Counts the changes of ``index``, so a derived value built without the lock is kept only
         /// when nothing changed meanwhile.
         var revision: UInt64 = 0
@@ -156,13 +156,26 @@ public final class TokenCache: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read; what `build`
     ///   throws (nothing is kept then).
     public func derivedValue<Value: Sendable>(for key: String, _ build: () throws(MSALError) -> Value) throws(MSALError) -> Value {
+        try derivedValue(for: DerivedValueKey(kind: key), build)
+    }
+
+    /// The same as the string-keyed `derivedValue(for:_:)`, with a structured key, which costs no string building
+    /// per call (a value derived per account, looked up on every cache hit).
+    /// - Parameters:
+    ///   - key: names the value; values of different types must not share a key.
+    ///   - build: computes the value from this cache's lookups.
+    /// - Returns: the kept or the new value.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read; what `build`
+    ///   throws (nothing is kept then).
+    public func derivedValue<Value: Sendable>(for key: DerivedValueKey, _ build: () throws(MSALError) -> Value) throws(MSALError) -> Value {
         let (kept, revision) = try withState { state in (state.derived[key], state.revision) }
-        if let kept, let value = kept as? Value { return value }
+        if let box = kept as? DerivedValueBox<Value> { return box.value }
         let value = try build()
+        let box = DerivedValueBox(value)
         state.withLock { state in
             guard state.revision == revision, state.index != nil else { return }
             if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
-            state.derived[key] = value
+            state.derived[key] = box
         }
         return value
     }
@@ -346,6 +359,31 @@ public final class TokenCache: Sendable {
         state.indexChanged()
         logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
     }
+}
+
+/// Names a value kept by `TokenCache.derivedValue(for:_:)`: a kind and up to
+/// two identifiers (such as a home account ID and an environment), compared exactly.
+public struct DerivedValueKey: Hashable, Sendable {
+    /// What the value is (e.g. `account`).
+    public let kind: String
+    /// The first identifier, or empty.
+    public let first: String
+    /// The second identifier, or empty.
+    public let second: String
+
+    /// Creates a key.
+    public init(kind: String, _ first: String = "", _ second: String = "") {
+        self.kind = kind
+        self.first = first
+        self.second = second
+    }
+}
+
+/// A derived value in a class, so it is told apart by a class cast (cheaper than casting an existential).
+private final class DerivedValueBox<Value: Sendable>: Sendable {
+    let value: Value
+
+    init(_ value: Value) { self.value = value }
 }
 
 // MARK: - Index

@@ -109,4 +109,27 @@ struct TokenCacheIndexTests {
         }
         #expect(try cache.derivedValue(for: "failing") { () throws(MSALError) -> Int in 5 } == 5)
     }
+
+    @Test("Structured keys: each kind and identifier pair is its own value; a value asked for as another type is built again")
+    func structuredDerivedKeys() throws {
+        let cache = TokenCache(store: InMemoryTokenCacheStore())
+        var builds = 0
+        func value(_ key: DerivedValueKey, _ made: String) throws -> String {
+            try cache.derivedValue(for: key) { () throws(MSALError) -> String in
+                builds += 1
+                return made
+            }
+        }
+        let a = DerivedValueKey(kind: "account", "home-1", "env"), b = DerivedValueKey(kind: "account", "home-2", "env")
+        #expect(try value(a, "A") == "A")
+        #expect(try value(b, "B") == "B")
+        #expect(try value(a, "again") == "A")
+        #expect(try value(DerivedValueKey(kind: "account", "home-1", "other-env"), "C") == "C")
+        #expect(builds == 3)
+        // The string-keyed form is the structured key with that kind and no identifiers.
+        #expect(try value(DerivedValueKey(kind: "plain"), "P") == "P")
+        #expect(try cache.derivedValue(for: "plain") { () throws(MSALError) -> String in "not built" } == "P")
+        let number = try cache.derivedValue(for: a) { () throws(MSALError) -> Int in 7 }
+        #expect(number == 7)
+    }
 }
