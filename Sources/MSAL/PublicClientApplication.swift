@@ -251,12 +251,17 @@ public final class PublicClientApplication: Sendable {
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
         let environments = try await self.environments(for: authority, correlationID: correlationID)
-        var cached: AccessTokenEntry?
-        for alias in environments where cached == nil {
-            cached = try cache.accessToken(
-                homeAccountID: account.identifier, environment: alias, realm: realm,
-                clientID: configuration.clientID, scopes: scopes)
+        let clientID = configuration.clientID
+        let lookUp = { @Sendable [cache] () throws(MSALError) -> AccessTokenEntry? in
+            for alias in environments {
+                if let found = try cache.accessToken(
+                    homeAccountID: account.identifier, environment: alias, realm: realm, clientID: clientID, scopes: scopes) {
+                    return found
+                }
+            }
+            return nil
         }
+        let cached = try lookUp()
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
             expirationBuffer: configuration.tokenExpirationBuffer,
@@ -282,8 +287,19 @@ public final class PublicClientApplication: Sendable {
             scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : "",
             extraParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"),
         ].joined(separator: "|")
+        let mayUseNewerToken = !parameters.forceRefresh && parameters.claims == nil
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
-            await refreshResult(
+            // Another caller's refresh may have finished between this call's lookup and now (it
+            // no longer holds the key): a token newer than the one this call saw, good to serve,
+            // is the answer, and no second refresh goes out.
+            if mayUseNewerToken, let newer = try? lookUp(), newer.secret != cached?.secret,
+               SilentDecision.decide(
+                   expiresOn: newer.expiresOn, refreshOn: newer.refreshOn, now: configuration.clock.now(),
+                   expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: false) == .useCached,
+               let result = try? cachedResult(newer, account: account, authority: authority, correlationID: correlationID) {
+                return .success(result)
+            }
+            return await refreshResult(
                 account: account, authority: authority, realm: realm, scopes: scopes,
                 extraParameters: extraParameters, correlationID: correlationID)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import MSAL
+import MSALCache
 import MSALCacheSQLite
 import MSALCore
 import MSALTestSupport
@@ -107,5 +108,26 @@ struct DeviceCodeSignInTests {
         let tokens = try await [a, b, c].map(\.accessToken)
         #expect(Set(tokens).count == 1)
         #expect(fixture.provider.tokenRequests.count == before + 1)
+    }
+
+    @Test("1000 concurrent silent calls on an expired token send one refresh, however their lookups and the refresh interleave")
+    func oneRefreshForManyCallers() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        for round in 0..<5 {
+            fixture.clock.set(try #require(application.cacheStore.readAll().accessTokens.values.map(\.expiresOn).max()).addingTimeInterval(1))
+            let before = fixture.provider.tokenRequests.count
+            let parameters = SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account)
+            let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<1000 { group.addTask { try await application.acquireTokenSilent(with: parameters).accessToken } }
+                var tokens = Set<String>()
+                for try await token in group { tokens.insert(token) }
+                return tokens
+            }
+            #expect(tokens.count == 1, "round \(round)")
+            #expect(fixture.provider.tokenRequests.count == before + 1, "round \(round)")
+        }
     }
 }
