@@ -24,8 +24,26 @@ func credentialKey(
     homeAccountID: String, environment: String, credentialType: String,
     clientOrFamilyID: String, realm: String, target: String
 ) -> String {
-    [homeAccountID, environment, credentialType, clientOrFamilyID, realm, target]
-        .joined(separator: "-").lowercased()
+    let parts = [homeAccountID, environment, credentialType, clientOrFamilyID, realm, target]
+    let count = parts.reduce(parts.count - 1) { $0 + $1.utf8.count }
+    // ASCII (identifiers, hosts, most scopes): one allocation, lowercased while written.
+    let ascii = String(unsafeUninitializedCapacity: count) { buffer -> Int in
+        var position = 0
+        for (index, part) in parts.enumerated() {
+            if index > 0 {
+                buffer[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            for byte in part.utf8 {
+                guard byte < 0x80 else { return 0 }
+                buffer[position] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                position += 1
+            }
+        }
+        return position
+    }
+    if ascii.utf8.count == count { return ascii }
+    return parts.joined(separator: "-").lowercased()
 }
 
 /// A credential entry (access, refresh or ID token) whose `description`, `debugDescription` and

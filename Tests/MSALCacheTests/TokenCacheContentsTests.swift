@@ -161,4 +161,17 @@ struct TokenCacheContentsTests {
         #expect(read.refreshOn == Date(timeIntervalSince1970: 1_700_001_800))
         #expect(read.expiresOn == at.expiresOn)
     }
+
+    @Test("Credential keys are the six fields joined with '-' and lowercased, ASCII or not", arguments: [
+        ("H.T", "Login.MicrosoftOnline.COM", "CID", "Tenant", "User.Read Mail.Read"),
+        ("h.t", "login.microsoftonline.com", "cid", "", ""),
+        ("Ü.T", "login.example", "cid", "tenant", "api://Résumé/Read"),
+        ("h.t", "login.example", "cid", "tenant", "API://İSTANBUL/read ß"),
+    ])
+    func credentialKeys(home: String, environment: String, clientID: String, realm: String, target: String) {
+        let entry = AccessTokenEntry(
+            homeAccountID: home, environment: environment, clientID: clientID, realm: realm, target: target, secret: "s",
+            cachedAt: Date(timeIntervalSince1970: 0), expiresOn: Date(timeIntervalSince1970: 1))
+        #expect(entry.key == [home, environment, "accesstoken", clientID, realm, target].joined(separator: "-").lowercased())
+    }
 }
