@@ -693,7 +693,8 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
-    /// The claims of an ID token, decoded once per JWT (at most 1024 kept); `nil` when it does not decode.
+    /// The claims of an ID token, decoded once per JWT (at most 16,384 kept: the four tenant profiles of
+    /// each of the 4,096 accounts the cache keeps assembled); `nil` when it does not decode.
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
         if let claims = idTokenClaims.withLock({ $0[jwt] }) { return claims }
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
@@ -716,7 +717,7 @@ public final class PublicClientApplication: Sendable {
     /// Keeps `claims`, decoded from `jwt`, for ``decodedClaims(_:)``.
     func keepDecodedClaims(_ claims: IDTokenClaims, of jwt: String) {
         idTokenClaims.withLock { kept in
-            if kept.count >= 1024 { kept.removeAll() }
+            if kept.count >= 16_384 { kept.removeAll() }
             kept[jwt] = claims
         }
     }
