@@ -679,6 +679,8 @@ public final class PublicClientApplication: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be written.
     public func remove(account: Account) throws(MSALError) {
         try cache.removeAccount(homeAccountID: account.identifier, environment: account.environment, clientID: configuration.clientID)
+        // Kept answers are stale now (the cache changed); drop them so no removed token stays in memory.
+        silentHits.removeAll()
         logger.info("removed account \(pii: account.identifier)")
     }
 

@@ -116,6 +116,15 @@ final class SilentHitMemo: Sendable {
         }
     }
 
+    /// Drops every kept answer (their tokens are no longer held here).
+    func removeAll() {
+        let dropped = table.withLock { table -> [Slot?] in
+            defer { table.slots = [] }
+            return table.slots
+        }
+        withExtendedLifetime(dropped) {}
+    }
+
     /// Offers `hit`, read at cache revision `revision`, for the probe's request: kept in its slot
     /// when the request comes the second time or its slot holds its stale answer, unless the slot
     /// holds an answer read at a newer revision.

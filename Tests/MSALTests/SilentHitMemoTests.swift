@@ -143,6 +143,13 @@ struct SilentHitTableTests {
         #expect(memo.hit(for: a)?.hit.result.accessToken == "second")
         memo.keep(Self.hit("old"), for: a, revision: 1)
         #expect(memo.hit(for: a)?.hit.result.accessToken == "second")
+        // Dropped (an account was removed): nothing is found, and keeping starts over.
+        memo.removeAll()
+        #expect(memo.hit(for: a) == nil)
+        memo.keep(Self.hit("third"), for: a, revision: 3)
+        #expect(memo.hit(for: a) == nil)
+        memo.keep(Self.hit("third"), for: a, revision: 3)
+        #expect(memo.hit(for: a)?.hit.result.accessToken == "third")
     }
 
     @Test("After a window of lookups that find nothing, the table is bypassed for a while, then used again")
