@@ -235,6 +235,7 @@ struct ToolRun {
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         // The reader ends at end of file on stderr, which follows the process's exit.
         while !reader.isFinished { try await Task.sleep(nanoseconds: 1_000_000) }
+        closePipes(out, err)
         return ToolRun(status: status, stdout: stdout, stderr: stderrText.withLock { $0 })
     }
 }

@@ -33,6 +33,8 @@ struct ToolTests {
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do { try process.run() } catch { continuation.resume(throwing: error) }
         }
+        // See closePipes: the read ends stay open otherwise.
+        defer { closePipes(out, err) }
         return Run(
             status: status,
             stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
