@@ -55,6 +55,8 @@ enum SQLiteShell {
         input.fileHandleForWriting.write(Data((".timeout 5000\n" + sql + "\n").utf8))
         try input.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
+        // Foundation on Linux does not close a Pipe's read end when the Pipe is released.
+        try? output.fileHandleForReading.close()
         process.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self)
         if process.terminationStatus != 0 { throw ShellError(output: text) }

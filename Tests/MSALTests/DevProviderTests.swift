@@ -61,6 +61,9 @@ struct DevProviderTests {
                 Thread.detachNewThread {
                     self.process.terminate()
                     self.process.waitUntilExit()
+                    // See closePipes: the read ends stay open otherwise.
+                    try? (self.process.standardOutput as? Pipe)?.fileHandleForReading.close()
+                    closePipes(self.stderr)
                     continuation.resume(returning: self.process.terminationStatus)
                 }
             }

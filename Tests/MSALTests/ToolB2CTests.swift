@@ -51,6 +51,7 @@ struct ToolB2CTests {
         #expect(approved)
         let status = await exited.value
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        closePipes(out, err)
         #expect(status == 0)
         let result = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
         #expect(result["token_source"] as? String == "identity_provider")
