@@ -236,8 +236,9 @@ public final class PublicClientApplication: Sendable {
     func silent(
         _ parameters: SilentTokenParameters, correlationID: String, probe: SilentHitMemo.Probe? = nil
     ) async throws(MSALError) -> AuthenticationResult {
-        // Read before any lookup, so an answer is never kept for a newer state than it saw.
-        let revision = probe == nil ? 0 : try cache.revision()
+        // Read before any lookup, so an answer is never kept for a newer state than it saw (the
+        // lookups check the store; an answer kept under an older revision is never found).
+        let revision = probe == nil ? 0 : cache.lastSeenRevision()
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
@@ -559,7 +560,8 @@ public final class PublicClientApplication: Sendable {
     private func cachedResultAndSource(
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
-        let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment)
+        // The entry comes from a lookup that just checked the store: the account of the same state.
+        let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
         let current = found ?? account
         let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
         return (AuthenticationResult(
@@ -687,8 +689,10 @@ public final class PublicClientApplication: Sendable {
     /// The account with its tenant profiles, as the cache holds it now. Assembled once per cache
     /// state (decoding each profile's ID token costs far more than a lookup) and kept by the cache
     /// until it changes.
-    func account(homeAccountID: String, environment: String) throws(MSALError) -> Account? {
-        try cache.derivedValue(for: DerivedValueKey(kind: "account", homeAccountID, environment)) { () throws(MSALError) -> Account? in
+    /// - Parameter checkingStore: `false` right after a lookup that checked the store (a cache hit).
+    func account(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> Account? {
+        let key = DerivedValueKey(kind: "account", homeAccountID, environment)
+        return try cache.derivedValue(for: key, checkingStore: checkingStore) { () throws(MSALError) -> Account? in
             let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
             guard !entries.isEmpty else { return nil }
             return try makeAccount(entries)

@@ -163,12 +163,16 @@ public final class TokenCache: Sendable {
     /// per call (a value derived per account, looked up on every cache hit).
     /// - Parameters:
     ///   - key: names the value; values of different types must not share a key.
+    ///   - checkingStore: `false` skips asking the store whether it changed (when the caller has
+    ///     just made a lookup that asked): the value is then that of the state the cache last saw.
     ///   - build: computes the value from this cache's lookups.
     /// - Returns: the kept or the new value.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read; what `build`
     ///   throws (nothing is kept then).
-    public func derivedValue<Value: Sendable>(for key: DerivedValueKey, _ build: () throws(MSALError) -> Value) throws(MSALError) -> Value {
-        let (kept, revision) = try withState { state in (state.derived[key], state.revision) }
+    public func derivedValue<Value: Sendable>(
+        for key: DerivedValueKey, checkingStore: Bool = true, _ build: () throws(MSALError) -> Value
+    ) throws(MSALError) -> Value {
+        let (kept, revision) = try withState(checkingStore: checkingStore) { state in (state.derived[key], state.revision) }
         if let box = kept as? DerivedValueBox<Value> { return box.value }
         let value = try build()
         let box = DerivedValueBox(value)
@@ -189,6 +193,14 @@ public final class TokenCache: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func revision() throws(MSALError) -> UInt64 {
         try withState { state in state.revision }
+    }
+
+    /// ``revision()`` as last seen, without asking the store whether it changed since (no file
+    /// `stat`, no SQLite call). Read before lookups, it is a revision no later than the state they
+    /// see: an answer computed from them and kept under it is found again only if nothing changed.
+    /// - Returns: the revision of the last load, save or removal through this cache.
+    public func lastSeenRevision() -> UInt64 {
+        state.withLock { state in state.revision }
     }
 
     /// A copy of everything the store holds, as last loaded (reloaded first if the store changed).
@@ -320,8 +332,13 @@ public final class TokenCache: Sendable {
     // MARK: Internals
 
     /// Runs `body` under the lock with an up-to-date state.
-    private func withState<T: Sendable>(_ body: (inout State) throws(MSALError) -> T) throws(MSALError) -> T {
+    /// - Parameter checkingStore: `false` skips the store's change stamp when an index is loaded
+    ///   (the caller just checked it through another call).
+    private func withState<T: Sendable>(
+        checkingStore: Bool = true, _ body: (inout State) throws(MSALError) -> T
+    ) throws(MSALError) -> T {
         try state.withLock { (state: inout State) throws(MSALError) -> T in
+            if !checkingStore, state.index != nil { return try body(&state) }
             let stamp = try store.changeStamp()
             if state.index == nil || state.stamp != stamp {
                 let contents = try store.readAll()

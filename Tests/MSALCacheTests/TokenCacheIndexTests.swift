@@ -132,4 +132,24 @@ struct TokenCacheIndexTests {
         let number = try cache.derivedValue(for: a) { () throws(MSALError) -> Int in 7 }
         #expect(number == 7)
     }
+
+    @Test("Without checking the store a derived value is that of the state last seen; the next checking call sees the other instance's write")
+    func derivedWithoutChecking() throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        let key = DerivedValueKey(kind: "count")
+        func count(checking: Bool) throws -> Int {
+            try cache.derivedValue(for: key, checkingStore: checking) { () throws(MSALError) -> Int in
+                try cache.contents().accessTokens.count
+            }
+        }
+        #expect(try count(checking: false) == 0)  // nothing loaded yet: it loads
+        let before = cache.lastSeenRevision()
+        try TokenCache(store: store).save(accessToken: Sample.accessToken(secret: "AT-1"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(try count(checking: false) == 0)
+        #expect(cache.lastSeenRevision() == before)
+        #expect(try count(checking: true) == 1)
+        #expect(try cache.revision() > before)
+        #expect(cache.lastSeenRevision() == (try cache.revision()))
+    }
 }
