@@ -108,6 +108,9 @@ public final class LoopbackHTTPServer: Sendable {
                 close(listener)
                 throw .internal(.networkError, "Could not create the server's wake-up pipe: \(String(cString: strerror(code))).")
             }
+            // Close-on-exec, as the listening socket: a browser or tool the app spawns must not
+            // inherit the server's descriptors (Glibc's module does not export pipe2).
+            for end in pipeFDs { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
             let port: UInt16
             do throws(MSALError) {
                 port = try LoopbackHTTPServer.boundPort(of: listener)
