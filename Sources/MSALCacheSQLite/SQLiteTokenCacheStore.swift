@@ -71,6 +71,19 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     public let movedAsideCorruptFile: String?
 
     private let connection: Mutex<SQLiteConnection>
+    /// The (device, inode) of the database file this store opened, as registered in ``openFiles``.
+    private let openFile: [UInt64]?
+
+    /// The database files this process has open through stores, by (device, inode), with how many
+    /// stores hold each. SQLite's locks are POSIX record locks, which belong to the process and are
+    /// all released when the process closes any descriptor of the file: reading the header of such
+    /// a file with a plain `open`/`close` (as the checks of a new store do) would silently drop the
+    /// locks of the stores already open, after which another process's SQLite takes itself for the
+    /// last connection and deletes the WAL those stores still write to, losing their writes (SQLite's
+    /// "How To Corrupt An SQLite Database File", §2.2). A file in this table was checked when its
+    /// first store opened it, so later stores skip the plain read; stores open one at a time per
+    /// process, so no check runs while another store is opening.
+    private static let openFiles = Mutex<[[UInt64]: Int]>([:])
 
     /// Opens (creating if needed) the token cache database at `path`.
     ///
@@ -102,37 +115,66 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         self.path = path
         self.accessGroup = try TokenCacheAccessGroup.validate(accessGroup)
         try Self.prepareDirectory(for: path)
+        let (connection, movedAside, openFile) = try Self.openFiles.withLock {
+            (files: inout [[UInt64]: Int]) throws(MSALError) -> (SQLiteConnection, String?, [UInt64]?) in
+            let opened = try Self.openDatabase(path, busyTimeout: busyTimeout, logger: logger) { identity in
+                identity.map { (files[$0] ?? 0) > 0 } ?? false
+            }
+            let identity = Self.fileIdentity(path)
+            if let identity { files[identity, default: 0] += 1 }
+            return (opened.connection, opened.movedAside, identity)
+        }
+        self.connection = Mutex(connection)
+        self.openFile = openFile
+        movedAsideCorruptFile = movedAside
+    }
+
+    deinit {
+        guard let openFile else { return }
+        Self.openFiles.withLock { files in
+            let count = (files[openFile] ?? 1) - 1
+            files[openFile] = count > 0 ? count : nil
+        }
+    }
+
+    /// Creates, checks (moving a damaged file aside) and opens the database at `path`, with its schema.
+    /// - Parameter isOpenHere: whether a store of this process has the file of this identity open
+    ///   (then it is not read with a plain `open`/`close`; see ``openFiles``).
+    /// - Returns: the connection and where a damaged file went.
+    private static func openDatabase(
+        _ path: String, busyTimeout: Double, logger: Logger, isOpenHere: ([UInt64]?) -> Bool
+    ) throws(MSALError) -> (connection: SQLiteConnection, movedAside: String?) {
         var created = false
         var examined: Examination
         var attempts = 0
         while true {
-            created = try Self.createFileIfMissing(path) || created
-            let identity = Self.fileIdentity(path)
+            created = try createFileIfMissing(path) || created
+            let identity = fileIdentity(path)
             do {
-                examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+                examined = try openAndExamine(path, busyTimeout: busyTimeout, readsHeader: !isOpenHere(identity))
                 break
             } catch {
                 // Another store moved a damaged file aside (renamed it) while this one opened it:
                 // open the new file instead.
                 attempts += 1
-                guard attempts < 5, Self.fileIdentity(path) != identity else { throw error }
+                guard attempts < 5, fileIdentity(path) != identity else { throw error }
                 usleep(10_000)
             }
         }
         var movedAside: String?
         if case .damaged(let reason) = examined {
-            movedAside = try Self.moveAsideDamaged(path, reason: reason, busyTimeout: busyTimeout, logger: logger)
-            examined = try Self.openAndExamine(path, busyTimeout: busyTimeout)
+            movedAside = try moveAsideDamaged(
+                path, reason: reason, busyTimeout: busyTimeout, logger: logger, readsHeader: !isOpenHere(fileIdentity(path)))
+            examined = try openAndExamine(path, busyTimeout: busyTimeout, readsHeader: !isOpenHere(fileIdentity(path)))
         }
         guard case .usable(let connection, let hasSchema) = examined else {
             throw .internal(
                 .cacheError,
                 "The token cache '\(path)' was damaged again right after swift-msal replaced it with an empty one. Check the disk and the file system, or use another path.")
         }
-        try Self.setUpSchema(connection, hasSchema: hasSchema)
-        if !created && movedAside == nil { Self.tightenPermissions(path, logger: logger) }
-        self.connection = Mutex(connection)
-        movedAsideCorruptFile = movedAside
+        try setUpSchema(connection, hasSchema: hasSchema)
+        if !created && movedAside == nil { tightenPermissions(path, logger: logger) }
+        return (connection, movedAside)
     }
 
     /// The default location of the token cache: `$XDG_DATA_HOME/msal/msal_cache.sqlite` when
@@ -298,8 +340,9 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     ///   so it can be moved).
     /// - Throws: the refusals of ``checkOwnership(_:doing:)`` and ``refuseIfNotADatabase(_:)``; any
     ///   other SQLite failure (e.g. locked beyond the busy timeout).
-    private static func openAndExamine(_ path: String, busyTimeout: Double) throws(MSALError) -> Examination {
-        if let prefix = readPrefix(of: path, count: 4096), !prefix.starts(with: sqliteHeader) {
+    /// - Parameter readsHeader: `false` when a store of this process has the file open (see ``openFiles``).
+    private static func openAndExamine(_ path: String, busyTimeout: Double, readsHeader: Bool) throws(MSALError) -> Examination {
+        if readsHeader, let prefix = readPrefix(of: path, count: 4096), !prefix.starts(with: sqliteHeader) {
             try refuseIfNotADatabase(path)
             return .damaged(reason: "the file does not start with the SQLite header")
         }
@@ -396,11 +439,14 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     ///   damaged (another process had moved it aside).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when a file cannot be renamed (what was
     ///   renamed is put back) or the lock is held beyond `busyTimeout` (at least one second).
-    private static func moveAsideDamaged(_ path: String, reason: String, busyTimeout: Double, logger: Logger) throws(MSALError) -> String? {
+    /// - Parameter readsHeader: as for ``openAndExamine(_:busyTimeout:readsHeader:)``.
+    private static func moveAsideDamaged(
+        _ path: String, reason: String, busyTimeout: Double, logger: Logger, readsHeader: Bool
+    ) throws(MSALError) -> String? {
         let lock = try LockedFile(path: path, lockTimeout: max(busyTimeout, 1))
         return try lock.withExclusiveLock { () throws(MSALError) -> String? in
             _ = try createFileIfMissing(path)
-            if case .usable = try openAndExamine(path, busyTimeout: busyTimeout) { return nil }
+            if case .usable = try openAndExamine(path, busyTimeout: busyTimeout, readsHeader: readsHeader) { return nil }
             let destination = availableAsideName(for: path)
             // The WAL first: an empty database next to a stale WAL would take that WAL's pages.
             var moved: [(from: String, to: String)] = []

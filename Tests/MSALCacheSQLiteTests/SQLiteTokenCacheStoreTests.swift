@@ -42,6 +42,26 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try Sample.lookup(writer, home: "a.t") == nil)
     }
 
+    @Test("A second store on a file this process already has open keeps the first one's locks: other processes neither delete its WAL nor miss its writes")
+    func secondStoreInOneProcess() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        let first = TokenCache(store: try SQLiteTokenCacheStore(path: path))
+        try first.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-1"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        // Opened and released at once, as a short-lived second application instance does.
+        do { _ = try SQLiteTokenCacheStore(path: path).readAll() }
+        // Another process opens and closes the database. Had the first store's locks been dropped,
+        // this process would take itself for the last connection and delete the WAL and -shm files
+        // the first store still writes to.
+        #expect(try SQLiteShell.run(path, "SELECT count(*) FROM entries;").contains("1"))
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the first store's WAL is still there")
+        try first.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-2"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        // Yet another process sees the first store's latest write, and so does a new store here.
+        #expect(try SQLiteShell.run(path, "SELECT count(*) FROM entries WHERE home_account_id = 'b.t';").contains("1"))
+        let reopened = TokenCache(store: try SQLiteTokenCacheStore(path: path))
+        #expect(try Sample.lookup(reopened, home: "b.t")?.secret == "AT-2")
+    }
+
     @Test("Sixteen connections writing at once on one file all get their turn within the busy timeout")
     func manyConcurrentConnections() throws {
         let directory = try TemporaryDirectory()
