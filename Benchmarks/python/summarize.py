@@ -153,6 +153,10 @@ def main(path):
     keyring = median("silent.hit.exact", "keyring", 1000) or median("silent.hit.exact", "keyring", 10)
     rows.append(("keyring hit: reported", "reported", duration(keyring)))
 
+    if header.get("mode") == "smoke":
+        print("A smoke run measures each case once at the smallest size, to show that every case runs;")
+        print("its figures are not medians and say nothing about the targets (judge those on a full run).")
+        print()
     print("| target | status | measured |")
     print("|---|---|---|")
     for text, status, shown in rows:

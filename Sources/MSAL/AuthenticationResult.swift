@@ -67,7 +67,9 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     public var idToken: String? { storage.idToken }
     /// The claims of the ID token, if one is cached or was returned.
     public var idTokenClaims: IDTokenClaims? { storage.idTokenClaims }
-    /// The correlation ID of the request that produced the token (for cache hits, of this call).
+    /// The correlation ID of the request that produced the token: for a cache hit, this call's; for
+    /// a call that waited on a refresh another concurrent call made for the same account and scopes
+    /// (one network request serves them all), that request's, which is the one the provider logged.
     public internal(set) var correlationID: String
     /// Whether the token came from the cache or from the identity provider.
     public var tokenSource: TokenSource { storage.tokenSource }

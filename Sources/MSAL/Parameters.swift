@@ -53,6 +53,7 @@ public struct SilentTokenParameters: Sendable {
         account: Account,
         authority: Authority? = nil,
         forceRefresh: Bool = false,
+        claims: String? = nil,
         extraQueryParameters: [String: String] = [:],
         correlationID: UUID? = nil
     ) {
@@ -60,7 +61,7 @@ public struct SilentTokenParameters: Sendable {
         self.account = account
         self.authority = authority
         self.forceRefresh = forceRefresh
-        self.claims = nil
+        self.claims = claims
         self.extraQueryParameters = extraQueryParameters
         self.correlationID = correlationID
     }

@@ -40,7 +40,9 @@ extension PublicClientApplication {
         let clientID = configuration.clientID
         let authority = context.authority
         let environment = authority.environment
-        let now = configuration.clock.now()
+        // Whole seconds: the stores keep epoch seconds (MSAL's unified schema), so the instance that
+        // writes the entries and every instance that reads them back see the same instants.
+        let now = Date(timeIntervalSince1970: configuration.clock.now().timeIntervalSince1970.rounded(.down))
         let correlationID = response.correlationID ?? context.correlationID
 
         func invalid(_ message: String) -> MSALError {

@@ -67,6 +67,21 @@ struct SilentHitMemoTests {
         }
     }
 
+    @Test("The instance that wrote a token and another instance report the same expiry, also with a clock between seconds")
+    func sameExpiryEverywhere() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        fixture.clock.set(Date(timeIntervalSince1970: 1_800_000_000.75))
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        #expect(signIn.expiresOn.timeIntervalSince1970 == signIn.expiresOn.timeIntervalSince1970.rounded(.down))
+        let here = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account))
+        let other = try await fixture.application().acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account))
+        #expect(here.tokenSource == .cache && other.tokenSource == .cache)
+        #expect(here.expiresOn == signIn.expiresOn)
+        #expect(other.expiresOn == signIn.expiresOn)
+    }
+
     @Test("A forced refresh or a claims request is never answered from the kept answers")
     func forceAndClaims() async throws {
         let fixture = try LocalFixture()
@@ -74,9 +89,8 @@ struct SilentHitMemoTests {
         let (application, signIn) = try await warmedUp(fixture)
         let forced = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, forceRefresh: true))
         #expect(forced.tokenSource == .identityProvider)
-        var withClaims = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
-        withClaims.claims = #"{"access_token":{"acrs":{"essential":true,"value":"c1"}}}"#
-        let claims = try await application.acquireTokenSilent(with: withClaims)
+        let claims = try await application.acquireTokenSilent(with: SilentTokenParameters(
+            scopes: Self.scopes, account: signIn.account, claims: #"{"access_token":{"acrs":{"essential":true,"value":"c1"}}}"#))
         #expect(claims.tokenSource == .identityProvider)
         #expect(claims.accessToken != forced.accessToken)
     }
