@@ -118,4 +118,33 @@ struct RefreshCoordinatorTests {
         #expect(tokens == ["after", "after"])
         #expect(runs.load(ordering: .relaxed) == 2)
     }
+
+    @Test("A waiting caller whose task is canceled returns at once with userCanceled; the refresh goes on for the others",
+          .timeLimit(.minutes(1)))
+    func waiterCanceled() async throws {
+        let coordinator = RefreshCoordinator()
+        let runs = Atomic<Int>(0)
+        let gate = Gate()
+        let operation: @Sendable () async -> RefreshCoordinator.Outcome = {
+            runs.add(1, ordering: .relaxed)
+            await gate.wait()
+            return .success(try! Self.result("done"))
+        }
+        let leader = Task { try await coordinator.run(key: "k", operation).accessToken }
+        while runs.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let canceled = Task { () async -> MSALError.Code? in
+            do throws(MSALError) { _ = try await coordinator.run(key: "k", operation) } catch { return error.code }
+            return nil
+        }
+        let other = Task { try await coordinator.run(key: "k", operation).accessToken }
+        try await Task.sleep(for: .milliseconds(50))
+        canceled.cancel()
+        // Answered while the refresh is still held at the gate.
+        #expect(await canceled.value == .userCanceled)
+        gate.open()
+        #expect(try await leader.value == "done")
+        #expect(try await other.value == "done")
+        #expect(runs.load(ordering: .relaxed) == 1)
+    }
 }
+
