@@ -45,7 +45,7 @@ extension PublicClientApplication {
                     .invalidParameter,
                     "\(entry.source) #\(entry.position) was issued to client \(entry.clientID), not to this application (\(configuration.clientID)); a refresh token redeems only for its own client.")
             }
-            guard let authority = Self.legacyAuthority(entry) else {
+            guard let authority = entry.entraAuthority else {
                 throw MSALError.internal(
                     .invalidAuthority,
                     "\(entry.source) #\(entry.position) is for an authority that is not Microsoft Entra ID (\(entry.authority)); only Entra ID entries are migrated, the user signs in again.")
@@ -87,7 +87,7 @@ extension PublicClientApplication {
                     logger.debug("\(entry.source) entry #\(entry.position) skipped: issued to another client (\(entry.clientID))")
                     continue
                 }
-                guard let authority = Self.legacyAuthority(entry) else {
+                guard let authority = entry.entraAuthority else {
                     logger.debug("\(entry.source) entry #\(entry.position) skipped: not an Entra ID authority")
                     continue
                 }
@@ -105,12 +105,6 @@ extension PublicClientApplication {
     /// tried).
     func isUsable(_ entry: LegacyTokenEntry) -> Bool {
         entry.clientID.lowercased() == configuration.clientID.lowercased() || entry.familyID != nil
-    }
-
-    /// The Entra ID authority of a legacy entry, or `nil` for AD FS and anything that does not parse
-    /// as an Entra authority with a tenant.
-    static func legacyAuthority(_ entry: LegacyTokenEntry) -> Authority? {
-        entry.entraAuthority
     }
 
     /// The legacy user a silent request's account stands for, when the MSAL cache does not have the
@@ -173,7 +167,7 @@ extension PublicClientApplication {
         logger.info("upgrading the legacy account of \(pii: user.userID) from the ADAL cache, correlation \(correlationID)")
         var lastError: MSALError?
         for entry in user.candidates(for: requestAuthority) {
-            guard let own = Self.legacyAuthority(entry) else { continue }
+            guard let own = entry.entraAuthority else { continue }
             let authority = LegacyUser.target(own: own, request: requestAuthority)
             do {
                 return try await redeemLegacy(
@@ -274,7 +268,7 @@ struct LegacyUser {
         self.entries = entries
         let first = unsorted[0]
         userID = first.userID
-        let authority = PublicClientApplication.legacyAuthority(first)
+        let authority = first.entraAuthority
         environment = authority?.environment ?? ""
         cloud = LegacyUser.cloud(of: environment)
         homeAccountID = entries.lazy.compactMap(\.homeAccountID).first

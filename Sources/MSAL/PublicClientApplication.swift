@@ -33,12 +33,13 @@ public final class PublicClientApplication: Sendable {
     /// The running interactive sign-in's loopback listener, so it can be canceled.
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
     /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
-    let knownCloudEnvironments = Mutex<[String: [String]]>([:])
+    let knownCloudEnvironments = KeptValues<String, [String]>(limit: 1_024)
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
-    let idTokenClaims = Mutex<[String: IDTokenClaims]>([:])
+    /// At most 16,384 kept: the four tenant profiles of each of the 4,096 accounts the cache keeps assembled.
+    let idTokenClaims = KeptValues<String, IDTokenClaims>(limit: 16_384)
     /// ``sortedScopes(ofTarget:)`` by target.
-    let targetScopes = Mutex<[String: [String]]>([:])
+    let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
 
@@ -252,17 +253,7 @@ public final class PublicClientApplication: Sendable {
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
         let environments = try await self.environments(for: authority, correlationID: correlationID)
-        let clientID = configuration.clientID
-        let lookUp = { @Sendable [cache] () throws(MSALError) -> AccessTokenEntry? in
-            for alias in environments {
-                if let found = try cache.accessToken(
-                    homeAccountID: account.identifier, environment: alias, realm: realm, clientID: clientID, scopes: scopes) {
-                    return found
-                }
-            }
-            return nil
-        }
-        let cached = try lookUp()
+        let cached = try cachedAccessToken(account: account, environments: environments, realm: realm, scopes: scopes)
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
             expirationBuffer: configuration.tokenExpirationBuffer,
@@ -293,7 +284,9 @@ public final class PublicClientApplication: Sendable {
             // Another caller's refresh may have finished between this call's lookup and now (it
             // no longer holds the key): a token newer than the one this call saw, good to serve,
             // is the answer, and no second refresh goes out.
-            if mayUseNewerToken, let newer = try? lookUp(), newer.secret != cached?.secret,
+            if mayUseNewerToken,
+               let newer = try? cachedAccessToken(account: account, environments: environments, realm: realm, scopes: scopes),
+               newer.secret != cached?.secret,
                SilentDecision.decide(
                    expiresOn: newer.expiresOn, refreshOn: newer.refreshOn, now: configuration.clock.now(),
                    expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: false) == .useCached,
@@ -412,16 +405,31 @@ public final class PublicClientApplication: Sendable {
     func environments(for authority: Authority, correlationID: String) async throws(MSALError) -> [String] {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
-        if let known = knownCloudEnvironments.withLock({ $0[environment] }) { return known }
+        if let known = knownCloudEnvironments.value(for: environment) { return known }
         let metadata: InstanceMetadata
         if let known = InstanceMetadata.known(host: environment) {
             let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
-            knownCloudEnvironments.withLock { $0[environment] = environments }
+            knownCloudEnvironments.keep(environments, for: environment)
             return environments
         } else {
             metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID)
         }
         return [environment] + metadata.aliases.filter { $0.lowercased() != environment.lowercased() }
+    }
+
+    /// The cached access token for the account, tenant and scopes, under the first of the cloud's
+    /// `environments` (aliases) that has one; expiry is not checked.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    private func cachedAccessToken(
+        account: Account, environments: [String], realm: String, scopes: ScopeSet
+    ) throws(MSALError) -> AccessTokenEntry? {
+        for alias in environments {
+            if let found = try cache.accessToken(
+                homeAccountID: account.identifier, environment: alias, realm: realm, clientID: configuration.clientID, scopes: scopes) {
+                return found
+            }
+        }
+        return nil
     }
 
     /// The refresh tokens to try for an account, in order: the family refresh token (FOCI, family
@@ -699,33 +707,19 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
-    /// The claims of an ID token, decoded once per JWT (at most 16,384 kept: the four tenant profiles of
-    /// each of the 4,096 accounts the cache keeps assembled); `nil` when it does not decode.
+    /// The claims of an ID token, decoded once per JWT (kept in ``idTokenClaims``); `nil` when it
+    /// does not decode.
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
-        if let claims = idTokenClaims.withLock({ $0[jwt] }) { return claims }
+        if let claims = idTokenClaims.value(for: jwt) { return claims }
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
-        keepDecodedClaims(claims, of: jwt)
+        idTokenClaims.keep(claims, for: jwt)
         return claims
     }
 
     /// The scopes of a cached access token's `target`, sorted (``ScopeSet/sortedScopes(spaceDelimited:)``),
-    /// split once per distinct target (an app has few) and kept (at most 1024).
+    /// split once per distinct target (an app has few) and kept.
     func sortedScopes(ofTarget target: String) -> [String] {
-        if let scopes = targetScopes.withLock({ $0[target] }) { return scopes }
-        let scopes = ScopeSet.sortedScopes(spaceDelimited: target)
-        targetScopes.withLock { kept in
-            if kept.count >= 1024 { kept.removeAll() }
-            kept[target] = scopes
-        }
-        return scopes
-    }
-
-    /// Keeps `claims`, decoded from `jwt`, for ``decodedClaims(_:)``.
-    func keepDecodedClaims(_ claims: IDTokenClaims, of jwt: String) {
-        idTokenClaims.withLock { kept in
-            if kept.count >= 16_384 { kept.removeAll() }
-            kept[jwt] = claims
-        }
+        targetScopes.value(for: target) { ScopeSet.sortedScopes(spaceDelimited: target) }
     }
 
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {

@@ -58,7 +58,7 @@ extension PublicClientApplication {
                     allowedClockSkew: configuration.allowedClockSkew)
                 newClaims = claims
                 // The account is assembled again right after the save, with this token's claims.
-                keepDecodedClaims(claims, of: idToken)
+                idTokenClaims.keep(claims, for: idToken)
             } catch {
                 var failure = error
                 failure.correlationID = correlationID
