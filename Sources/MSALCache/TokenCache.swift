@@ -582,9 +582,9 @@ struct CacheIndex: Sendable {
 extension Dictionary {
     /// Removes `member` from the set at `key`, dropping the set when it becomes empty.
     fileprivate mutating func removeMember<Member>(_ member: Member, at key: Key) where Value == Set<Member> {
-        guard var set = self[key] else { return }
-        set.remove(member)
-        self[key] = set.isEmpty ? nil : set
+        // In place: copying the set out and back would copy its storage (it is still referenced).
+        guard self[key]?.remove(member) != nil else { return }
+        if self[key]?.isEmpty == true { self[key] = nil }
     }
 }
 
