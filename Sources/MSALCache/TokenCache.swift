@@ -104,8 +104,7 @@ public final class TokenCache: Sendable {
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func idToken(homeAccountID: String, environment: String, realm: String, clientID: String) throws(MSALError) -> IDTokenEntry? {
         try withIndex { index in
-            let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
-            return (index.idTokens[id] ?? []).sorted().lazy.compactMap { index.contents.idTokens[$0] }.first
+            index.idToken(in: CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID))
         }
     }
 
@@ -124,13 +123,41 @@ public final class TokenCache: Sendable {
     /// - Returns: the entries; empty when the account is not cached.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func accountEntries(homeAccountID: String, environment: String?) throws(MSALError) -> [AccountEntry] {
+        try withIndex { index in index.accountEntries(homeAccountID: homeAccountID, environment: environment) }
+    }
+
+    /// The account entry of a home account in one environment and realm (all compared
+    /// case-insensitively); when other MSALs stored several, the one with the smallest stored key.
+    /// - Returns: the entry, or `nil` when there is none.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func accountEntry(homeAccountID: String, environment: String, realm: String) throws(MSALError) -> AccountEntry? {
         try withIndex { index in
-            let environment: String? = environment?.lowercasedIfNeeded()
-            let keys: Set<String> = index.accountsByHome[homeAccountID.lowercasedIfNeeded()] ?? []
-            let entries: [AccountEntry] = keys.compactMap { index.contents.accounts[$0] }
-            return entries
-                .filter { environment == nil || $0.environment.lowercasedIfNeeded() == environment }
-                .sorted { $0.sortKey < $1.sortKey }
+            let environment = environment.lowercasedIfNeeded(), realm = realm.lowercasedIfNeeded()
+            var found: (key: String, entry: AccountEntry)?
+            for key in index.accountsByHome[homeAccountID.lowercasedIfNeeded()] ?? [] {
+                guard let entry = index.contents.accounts[key], entry.environment.lowercasedIfNeeded() == environment,
+                      entry.realm.lowercasedIfNeeded() == realm, found.map({ key < $0.key }) ?? true else { continue }
+                found = (key, entry)
+            }
+            return found?.entry
+        }
+    }
+
+    /// The tenant profiles of one home account in one environment for a client ID: each account
+    /// entry (one per realm) with the ID token issued to `clientID` in that realm, if any, read in
+    /// one step (one store check). The same as ``accountEntries(homeAccountID:environment:)`` followed
+    /// by ``idToken(homeAccountID:environment:realm:clientID:)`` per entry.
+    /// - Returns: the profiles, sorted by environment and realm (lowercased); empty when the account
+    ///   is not cached.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func tenantProfiles(
+        homeAccountID: String, environment: String, clientID: String
+    ) throws(MSALError) -> [(account: AccountEntry, idToken: IDTokenEntry?)] {
+        try withIndex { index in
+            index.accountEntries(homeAccountID: homeAccountID, environment: environment).map { entry in
+                (entry, index.idToken(in: CredentialID(
+                    homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: clientID)))
+            }
         }
     }
 
@@ -233,14 +260,14 @@ public final class TokenCache: Sendable {
     ) throws(MSALError) {
         try withState { state throws(MSALError) in
             guard let index = state.index else { return }
-            var change = TokenCacheChange()
+            var upserts: [(key: String, entry: CacheEntry)] = []
             var removals = Set<CacheEntryRemoval>()
             if let accessToken {
                 let newKey = accessToken.key
                 for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessToken.scopes) where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
                 }
-                change.upserts.append(.accessToken(accessToken))
+                upserts.append((newKey, .accessToken(accessToken)))
             }
             if let refreshToken {
                 var keys = index.refreshTokensByClient[ClientID(
@@ -255,14 +282,14 @@ public final class TokenCache: Sendable {
                 for key in keys where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
                 }
-                change.upserts.append(.refreshToken(refreshToken))
+                upserts.append((newKey, .refreshToken(refreshToken)))
             }
             if let idToken {
                 let newKey = idToken.key
                 for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
                 }
-                change.upserts.append(.idToken(idToken))
+                upserts.append((newKey, .idToken(idToken)))
             }
             if let account {
                 let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
@@ -273,7 +300,7 @@ public final class TokenCache: Sendable {
                         removals.insert(CacheEntryRemoval(kind: .account, key: key))
                     }
                 }
-                change.upserts.append(.account(account))
+                upserts.append((newKey, .account(account)))
             }
             if let appMetadata {
                 let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
@@ -281,9 +308,11 @@ public final class TokenCache: Sendable {
                 for key in index.appMetadata[id] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
                 }
-                change.upserts.append(.appMetadata(appMetadata))
+                upserts.append((newKey, .appMetadata(appMetadata)))
             }
-            change.removals = removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) }
+            let change = TokenCacheChange(
+                keyedUpserts: upserts,
+                removals: removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) })
             try commit(change, &state)
         }
     }
@@ -476,12 +505,51 @@ struct CacheIndex: Sendable {
 
     mutating func apply(_ change: TokenCacheChange) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
-        for entry in change.upserts {
-            let key = entry.key  // built from the entry's fields: once, not per use
+        for (key, entry) in change.keyedUpserts {
+            if replaceInPlace(entry, storedKey: key) { continue }
             remove(kind: entry.kind, key: key)
             contents.insert(entry, storedKey: key)
             addToIndex(entry, storedKey: key)
         }
+    }
+
+    /// Replaces the entry stored under `key` by `entry` when both file under the same index keys
+    /// (what a refresh usually writes: a new token for the same account, tenant, client and scopes),
+    /// touching only the entry and an access token's expiry. `false` when nothing is stored under
+    /// `key` or the index keys differ (even in case only): then the entry must be indexed anew.
+    private mutating func replaceInPlace(_ entry: CacheEntry, storedKey key: String) -> Bool {
+        switch entry {
+        case .accessToken(let new):
+            guard let slot = contents.accessTokens.index(forKey: key) else { return false }
+            let old = contents.accessTokens.values[slot]
+            guard old.homeAccountID == new.homeAccountID, old.environment == new.environment, old.realm == new.realm,
+                  old.clientID == new.clientID, old.target == new.target else { return false }
+            contents.accessTokens.values[slot] = new
+            if old.expiresOn != new.expiresOn { accessTokens[CredentialID(new)]?.updateExpiry(key: key, expiresOn: new.expiresOn) }
+        case .refreshToken(let new):
+            guard let slot = contents.refreshTokens.index(forKey: key) else { return false }
+            let old = contents.refreshTokens.values[slot]
+            guard old.homeAccountID == new.homeAccountID, old.environment == new.environment,
+                  old.clientID == new.clientID, old.familyID == new.familyID else { return false }
+            contents.refreshTokens.values[slot] = new
+        case .idToken(let new):
+            guard let slot = contents.idTokens.index(forKey: key) else { return false }
+            let old = contents.idTokens.values[slot]
+            guard old.homeAccountID == new.homeAccountID, old.environment == new.environment, old.realm == new.realm,
+                  old.clientID == new.clientID else { return false }
+            contents.idTokens.values[slot] = new
+        case .account(let new):
+            guard let slot = contents.accounts.index(forKey: key) else { return false }
+            let old = contents.accounts.values[slot]
+            guard old.homeAccountID == new.homeAccountID, old.environment == new.environment else { return false }
+            contents.accounts.values[slot] = new
+        case .appMetadata(let new):
+            guard let slot = contents.appMetadata.index(forKey: key) else { return false }
+            let old = contents.appMetadata.values[slot]
+            guard old.environment == new.environment, old.clientID == new.clientID else { return false }
+            contents.appMetadata.values[slot] = new
+        }
+        return true
     }
 
     private mutating func remove(kind: CacheEntryKind, key: String) {
@@ -561,6 +629,32 @@ struct CacheIndex: Sendable {
         return bestEntry ?? contents.accessTokens[best.key]
     }
 
+    /// The ID token of `id`; when several are stored (under other MSALs' keys), the one with the
+    /// smallest stored key.
+    func idToken(in id: CredentialID) -> IDTokenEntry? {
+        guard let keys = idTokens[id] else { return nil }
+        if keys.count == 1, let key = keys.first { return contents.idTokens[key] }
+        return keys.sorted().lazy.compactMap { contents.idTokens[$0] }.first
+    }
+
+    /// The account entries of a home account, in one environment or all (`nil`), sorted by
+    /// environment and realm (lowercased).
+    func accountEntries(homeAccountID: String, environment: String?) -> [AccountEntry] {
+        let environment: String? = environment?.lowercasedIfNeeded()
+        guard let keys = accountsByHome[homeAccountID.lowercasedIfNeeded()] else { return [] }
+        var keyed: [(sortKey: (String, String), entry: AccountEntry)] = []
+        keyed.reserveCapacity(keys.count)
+        for key in keys {
+            guard let entry = contents.accounts[key] else { continue }
+            let entryEnvironment = entry.environment.lowercasedIfNeeded()
+            if let environment, entryEnvironment != environment { continue }
+            keyed.append(((entryEnvironment, entry.realm.lowercasedIfNeeded()), entry))
+        }
+        // One account's entries all share the home account ID: environment and realm order them.
+        keyed.sort { $0.sortKey < $1.sortKey }
+        return keyed.map(\.entry)
+    }
+
     /// The stored keys of the access tokens of `id` that share a scope with `scopes` or have no scope.
     func accessTokenKeys(in id: CredentialID, intersectingOrEmpty scopes: ScopeSet) -> [String] {
         guard let partition = accessTokens[id] else { return [] }
@@ -591,7 +685,7 @@ extension Dictionary {
 extension String {
     /// `lowercased()`, but the string itself (no copy) when it is ASCII without capital letters,
     /// as identifiers (GUIDs, hosts) usually are.
-    func lowercasedIfNeeded() -> String {
+    package func lowercasedIfNeeded() -> String {
         let plain = utf8.withContiguousStorageIfAvailable { bytes in
             bytes.allSatisfy { $0 < 0x80 && ($0 < 0x41 || $0 > 0x5A) }
         }
@@ -676,6 +770,13 @@ struct AccessTokenPartition: Sendable {
             holders = [:]
             for token in tokens.values { linkHolders(token) }
         }
+    }
+
+    /// Sets the expiry of the token stored under `key`, if there is one.
+    mutating func updateExpiry(key: String, expiresOn: Date) {
+        guard let slot = tokens.index(forKey: key) else { return }
+        let old = tokens.values[slot]
+        tokens.values[slot] = Token(key: old.key, scopes: old.scopes, expiresOn: expiresOn)
     }
 
     mutating func remove(key: String) {

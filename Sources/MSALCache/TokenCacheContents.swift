@@ -162,9 +162,8 @@ public struct TokenCacheContents: Sendable, Equatable {
     /// each upsert stored under its own ``CacheEntry/key``.
     public mutating func apply(_ change: TokenCacheChange) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
-        for entry in change.upserts {
-            let key = entry.key  // built from the entry's fields: once, not per use
-            unreadableEntries[entry.kind.rawValue]?[key] = nil
+        for (key, entry) in change.keyedUpserts {
+            if !unreadableEntries.isEmpty { unreadableEntries[entry.kind.rawValue]?[key] = nil }
             insert(entry, storedKey: key)
         }
     }
@@ -173,14 +172,62 @@ public struct TokenCacheContents: Sendable, Equatable {
 /// One atomic change to a token cache: entries to remove, then entries to insert or replace.
 public struct TokenCacheChange: Sendable, Hashable {
     /// Entries to insert or replace, each under its own ``CacheEntry/key``. Applied after ``removals``.
-    public var upserts: [CacheEntry]
+    public var upserts: [CacheEntry] {
+        didSet { upsertKeys = nil }
+    }
     /// Entries to remove by section and stored key. Removing a missing entry is not an error.
     public var removals: [CacheEntryRemoval]
+    /// The ``CacheEntry/key`` of each upsert, when whoever made the change had built them already
+    /// (building a key lowercases and joins several identifiers; a save would otherwise build each
+    /// one three times). Dropped whenever ``upserts`` changes.
+    private var upsertKeys: [String]?
 
     /// Creates a change.
     public init(upserts: [CacheEntry] = [], removals: [CacheEntryRemoval] = []) {
         self.upserts = upserts
         self.removals = removals
+    }
+
+    /// Creates a change whose upserts' keys are known: `keys[i]` must be `upserts[i].key`.
+    init(keyedUpserts: [(key: String, entry: CacheEntry)], removals: [CacheEntryRemoval]) {
+        self.upserts = keyedUpserts.map(\.entry)
+        self.removals = removals
+        self.upsertKeys = keyedUpserts.map(\.key)
+    }
+
+    /// The upserts with the key each is stored under (its ``CacheEntry/key``), built once per change.
+    package var keyedUpserts: KeyedUpserts { KeyedUpserts(entries: upserts, keys: upsertKeys) }
+
+    /// ``upserts`` with their keys, as a sequence that builds no array.
+    package struct KeyedUpserts: Sequence {
+        let entries: [CacheEntry]
+        let keys: [String]?
+
+        package func makeIterator() -> Iterator { Iterator(entries: entries, keys: keys?.count == entries.count ? keys : nil) }
+
+        package struct Iterator: IteratorProtocol {
+            let entries: [CacheEntry]
+            let keys: [String]?
+            var index = 0
+
+            package mutating func next() -> (key: String, entry: CacheEntry)? {
+                guard index < entries.count else { return nil }
+                defer { index += 1 }
+                let entry = entries[index]
+                return (keys?[index] ?? entry.key, entry)
+            }
+        }
+    }
+
+    /// Changes are equal when their upserts and removals are: the kept keys follow from the upserts.
+    public static func == (lhs: TokenCacheChange, rhs: TokenCacheChange) -> Bool {
+        lhs.upserts == rhs.upserts && lhs.removals == rhs.removals
+    }
+
+    /// Hashes the upserts and removals (as ``==`` compares them).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(upserts)
+        hasher.combine(removals)
     }
 
     /// Whether the change does nothing.

@@ -243,10 +243,10 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// - Throws: as ``apply(_:)``.
     public func applyReportingStamps(_ change: TokenCacheChange) throws(MSALError) -> AppliedChangeStamps {
         var rows: [(kind: String, key: String, columns: [String], json: String)] = []
-        for entry in change.upserts {
+        for (key, entry) in change.keyedUpserts {
             let json = String(decoding: try entry.msalJSONData(), as: UTF8.self)
             let columns = [entry.homeAccountID, entry.environment, entry.clientID, entry.realm].map { $0.lowercased() }
-            rows.append((entry.kind.rawValue, entry.key, columns, json))
+            rows.append((entry.kind.rawValue, key, columns, json))
         }
         let group = accessGroup
         return try connection.withLock { (connection: inout SQLiteConnection) throws(MSALError) -> AppliedChangeStamps in

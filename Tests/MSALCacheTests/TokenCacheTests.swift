@@ -218,11 +218,16 @@ struct TokenCacheTests {
             switch rng.next() % 5 {
             case 0, 1, 2:
                 let target = randomScopes()
+                // Sometimes spelled in another case: the same stored keys, but entries the index
+                // must file again rather than replace in place. Expiries vary, as refreshes' do.
+                let spelled = rng.next() % 3 == 0 ? (home: home.uppercased(), realm: realm.lowercased()) : (home: home, realm: realm)
                 try cache.save(
-                    accessToken: target.isEmpty ? nil : Sample.accessToken(home: home, realm: realm, target: target, secret: "AT-\(step)"),
-                    refreshToken: rng.next() % 2 == 0 ? Sample.refreshToken(home: home, secret: "RT-\(step)") : nil,
-                    idToken: Sample.idToken(home: home, realm: realm, secret: "ID-\(step)"),
-                    account: Sample.account(home: home, realm: realm), appMetadata: nil)
+                    accessToken: target.isEmpty ? nil : Sample.accessToken(
+                        home: spelled.home, realm: spelled.realm, target: target, secret: "AT-\(step)",
+                        expiresIn: TimeInterval(600 + rng.next() % 3600)),
+                    refreshToken: rng.next() % 2 == 0 ? Sample.refreshToken(home: spelled.home, secret: "RT-\(step)") : nil,
+                    idToken: Sample.idToken(home: spelled.home, realm: spelled.realm, secret: "ID-\(step)"),
+                    account: Sample.account(home: spelled.home, realm: spelled.realm), appMetadata: nil)
             case 3:
                 try cache.removeAccount(homeAccountID: home, environment: Sample.environment, clientID: Sample.clientID)
             default:
@@ -242,6 +247,8 @@ struct TokenCacheTests {
                     for scope in scopes {
                         #expect(try lookup(cache, [scope], realm: realm, home: home) == lookup(fresh, [scope], realm: realm, home: home))
                     }
+                    // No scope: any token of the key, the one that expires last.
+                    #expect(try lookup(cache, [], realm: realm, home: home) == lookup(fresh, [], realm: realm, home: home))
                     #expect(try cache.idToken(homeAccountID: home, environment: Sample.environment, realm: realm, clientID: Sample.clientID)
                         == fresh.idToken(homeAccountID: home, environment: Sample.environment, realm: realm, clientID: Sample.clientID))
                 }
@@ -251,6 +258,19 @@ struct TokenCacheTests {
             }
         }
         #expect(maxTokensPerKey >= 2)  // the run did keep several tokens side by side
+    }
+
+    @Test("A token saved again under its key (a refresh) is chosen by its new expiry")
+    func refreshedTokenKeepsItsNewExpiry() throws {
+        let cache = self.cache
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-a", expiresIn: 1000), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        try cache.save(accessToken: Sample.accessToken(target: "b", secret: "AT-b", expiresIn: 2000), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(try lookup(cache, [])?.secret == "AT-b")  // no scope asked: the one that expires last
+        // The refresh of "a" replaces the entry under the same key, now expiring after "b".
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-a2", expiresIn: 3000), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(try lookup(cache, [])?.secret == "AT-a2")
+        #expect(try lookup(TokenCache(store: store), [])?.secret == "AT-a2")
+        #expect(try lookup(cache, ["a"])?.secret == "AT-a2")
     }
 
     @Test("Concurrent saves from many threads lose nothing")
