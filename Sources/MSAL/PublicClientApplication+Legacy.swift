@@ -144,11 +144,10 @@ extension PublicClientApplication {
         var extraParameters = parameters.extraQueryParameters
         if let claims { extraParameters["claims"] = claims }
         let extra = extraParameters
-        let key = [
-            "legacy", configuration.clientID, requestAuthority.url.absoluteString.lowercased(), user.cloud, user.userID.lowercased(),
-            scopes.normalized.joined(separator: " "),
-            extra.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"),
-        ].joined(separator: "|")
+        let key = RefreshCoordinator.Key(
+            kind: "legacy", clientID: configuration.clientID, authority: requestAuthority.url.absoluteString.lowercased(),
+            account: user.cloud + "|" + user.userID.lowercased(), scopes: scopes.normalized, forceRefresh: false,
+            extraParameters: extra)
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
             do throws(MSALError) {
                 return .success(try await upgradeLegacy(user, requestAuthority: requestAuthority, scopes: scopes, extraParameters: extra, correlationID: correlationID))

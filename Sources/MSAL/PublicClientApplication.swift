@@ -274,11 +274,10 @@ public final class PublicClientApplication: Sendable {
         }
 
         // Every input that changes the request is in the key, so calls that differ never share a result.
-        let key = [
-            configuration.clientID, authority.url.absoluteString.lowercased(), account.identifier.lowercased(),
-            scopes.normalized.joined(separator: " "), parameters.forceRefresh ? "force" : "",
-            extraParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&"),
-        ].joined(separator: "|")
+        let key = RefreshCoordinator.Key(
+            kind: "silent", clientID: configuration.clientID, authority: authority.url.absoluteString.lowercasedIfNeeded(),
+            account: account.identifier.lowercasedIfNeeded(), scopes: scopes.normalized, forceRefresh: parameters.forceRefresh,
+            extraParameters: extraParameters)
         let mayUseNewerToken = !parameters.forceRefresh && parameters.claims == nil
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
             // Another caller's refresh may have finished between this call's lookup and now (it
@@ -701,9 +700,9 @@ public final class PublicClientApplication: Sendable {
     func account(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> Account? {
         let key = DerivedValueKey(kind: "account", homeAccountID, environment)
         return try cache.derivedValue(for: key, checkingStore: checkingStore) { () throws(MSALError) -> Account? in
-            let entries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
-            guard !entries.isEmpty else { return nil }
-            return try makeAccount(entries)
+            let profiles = try cache.tenantProfiles(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
+            guard !profiles.isEmpty else { return nil }
+            return makeAccount(profiles)
         }
     }
 
@@ -723,18 +722,27 @@ public final class PublicClientApplication: Sendable {
     }
 
     private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
-        let first = entries[0]
+        var profiles: [(account: AccountEntry, idToken: IDTokenEntry?)] = []
+        for entry in entries {
+            profiles.append((entry, try cache.idToken(
+                homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)))
+        }
+        return makeAccount(profiles)
+    }
+
+    /// The account of one home account's tenant profiles (account entries with their ID tokens).
+    private func makeAccount(_ entries: [(account: AccountEntry, idToken: IDTokenEntry?)]) -> Account {
+        let first = entries[0].account
         let homeTenant = Account(identifier: first.homeAccountID, username: nil, environment: first.environment, tenantProfiles: []).homeAccountID?.tenantID
         var profiles: [TenantProfile] = []
-        for entry in entries.sorted(by: { $0.realm < $1.realm }) {
-            let idToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)
-            let isHome = homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true
+        for (entry, idToken) in entries.sorted(by: { $0.account.realm < $1.account.realm }) {
+            let isHome = homeTenant.map { $0.equalsIgnoringCase(entry.realm) } ?? true
             profiles.append(TenantProfile(
                 identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
                 isHomeTenant: isHome, claims: idToken.flatMap { decodedClaims($0.secret) }))
         }
-        let homeEntry = entries.first { entry in homeTenant.map { $0.lowercased() == entry.realm.lowercased() } ?? true }
-        let username = homeEntry?.username ?? entries.compactMap(\.username).first
+        let homeEntry = entries.first { entry in homeTenant.map { $0.equalsIgnoringCase(entry.account.realm) } ?? true }?.account
+        let username = homeEntry?.username ?? entries.lazy.compactMap(\.account.username).first
         return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles)
     }
 }

@@ -14,6 +14,21 @@ internal import Synchronization
 final class RefreshCoordinator: Sendable {
     typealias Outcome = Result<AuthenticationResult, MSALError>
 
+    /// Every input that changes a refresh request, so calls that differ never share a result.
+    /// Identifiers compare case-insensitively (lowercased once here); scopes as normalized.
+    struct Key: Hashable, Sendable {
+        /// `silent`, or `legacy` for the silent upgrade of an ADAL entry.
+        let kind: String
+        let clientID: String
+        /// The authority URL, lowercased.
+        let authority: String
+        /// The account identifier (or the legacy user ID and cloud), lowercased.
+        let account: String
+        let scopes: [String]
+        let forceRefresh: Bool
+        let extraParameters: [String: String]
+    }
+
     /// What a waiting caller is resumed with.
     private enum Handoff: Sendable {
         case result(Outcome)
@@ -25,7 +40,7 @@ final class RefreshCoordinator: Sendable {
 
     private struct State {
         /// The callers waiting on each key's running refresh; a key is present while its refresh runs.
-        var waiting: [String: [(id: UInt64, continuation: CheckedContinuation<Handoff, Never>)]] = [:]
+        var waiting: [Key: [(id: UInt64, continuation: CheckedContinuation<Handoff, Never>)]] = [:]
         /// Waiting callers canceled before they were queued.
         var canceled: Set<UInt64> = []
         var nextID: UInt64 = 0
@@ -38,7 +53,7 @@ final class RefreshCoordinator: Sendable {
     /// - Throws: the refresh's ``MSALError``; `.userCanceled` when this caller's task is canceled
     ///   while it waits for another caller's refresh (at once: it does not wait for the refresh).
     func run(
-        key: String,
+        key: Key,
         _ operation: @escaping @Sendable () async -> Outcome
     ) async throws(MSALError) -> AuthenticationResult {
         while true {

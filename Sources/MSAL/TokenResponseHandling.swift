@@ -135,20 +135,23 @@ extension PublicClientApplication {
             IDTokenEntry(homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm, secret: $0)
         }
         var accountEntry: AccountEntry?
-        let existingEntries = try cache.accountEntries(homeAccountID: homeAccountID, environment: environment)
         if let claims = newClaims {
             let localID: String = switch authority.type {
             case .aad, .b2c: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
             case .oidc, .adfs: claims.subject ?? homeAccountID
             }
+            // A refresh keeps how the account signed in.
+            var accountSource = context.accountSource
+            if accountSource == nil {
+                accountSource = try cache.accountEntry(homeAccountID: homeAccountID, environment: environment, realm: realm)?.accountSource
+            }
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,
                 username: claims.preferredUsername, authorityType: Self.cacheAuthorityType(authority.type),
-                accountSource: context.accountSource
-                    ?? existingEntries.first { $0.realm.lowercased() == realm.lowercased() }?.accountSource,
+                accountSource: accountSource,
                 name: claims.name,
                 givenName: claims.all["given_name"]?.stringValue, familyName: claims.all["family_name"]?.stringValue)
-        } else if existingEntries.isEmpty {
+        } else if try cache.accountEntries(homeAccountID: homeAccountID, environment: environment).isEmpty {
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm,
                 localAccountID: clientInfo?.uniqueID ?? homeAccountID, username: nil,

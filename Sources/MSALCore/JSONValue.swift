@@ -51,12 +51,16 @@ public enum JSONValue: Sendable, Hashable, Codable {
         self = value
     }
 
-    /// Converts what `JSONSerialization` returns; `nil` for anything else. The casts are tried in the
-    /// order values occur in token caches (strings, then objects): a failed cast to a Foundation class
-    /// costs more than the parse itself.
+    /// Converts what `JSONSerialization` returns; `nil` for anything else.
     private init?(foundationObject object: Any) {
-        if let string = object as? String {
+        // The dynamic type is checked before each cast: a failed cast (say, of a number to String)
+        // tries bridging and costs more than the cast that succeeds.
+        let dynamicType = type(of: object)
+        if dynamicType == String.self, let string = object as? String {
             self = .string(string)
+        } else if dynamicType is NSNumber.Type, let number = object as? NSNumber {
+            // JSONSerialization gives `true`/`false` as Boolean NSNumbers, whose type code is "c".
+            self = number.objCType.pointee == CChar(UInt8(ascii: "c")) ? .bool(number.boolValue) : .number(number.doubleValue)
         } else if let dictionary = object as? [String: Any] {
             var values: [String: JSONValue] = [:]
             values.reserveCapacity(dictionary.count)
@@ -73,11 +77,10 @@ public enum JSONValue: Sendable, Hashable, Codable {
                 values.append(value)
             }
             self = .array(values)
-        } else if let number = object as? NSNumber {
-            // JSONSerialization gives `true`/`false` as Boolean NSNumbers, whose type code is "c".
-            self = String(cString: number.objCType) == "c" ? .bool(number.boolValue) : .number(number.doubleValue)
         } else if object is NSNull {
             self = .null
+        } else if let string = object as? String {  // an NSString
+            self = .string(string)
         } else {
             return nil
         }

@@ -60,7 +60,7 @@ public struct HTTPRequest: Sendable {
     ///   - headers: extra header fields; `Content-Type` is set unless given here.
     /// - Returns: the request.
     public static func formPost(url: URL, parameters: [String: String], headers: [String: String] = [:]) -> HTTPRequest {
-        var request = HTTPRequest(method: .post, url: url, headers: headers, body: Data(FormEncoding.encode(parameters).utf8))
+        var request = HTTPRequest(method: .post, url: url, headers: headers, body: Data(FormEncoding.encodedBytes(parameters)))
         if request.header("Content-Type") == nil {
             request.headers["Content-Type"] = "application/x-www-form-urlencoded; charset=utf-8"
         }
@@ -133,7 +133,12 @@ enum FormEncoding {
     static func encode(_ string: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(string.utf8.count)
-        let hex = Array("0123456789ABCDEF".utf8)
+        append(string, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the encoding of `string` to `out`.
+    private static func append(_ string: String, to out: inout [UInt8]) {
         for byte in string.utf8 {
             if isUnreserved(byte) {
                 out.append(byte)
@@ -141,18 +146,33 @@ enum FormEncoding {
                 out.append(UInt8(ascii: "+"))
             } else {
                 out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0x0F))
             }
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The uppercase hexadecimal digit of a value below 16.
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
     }
 
     /// Encodes the fields as `name=value` pairs joined by `&`, sorted by name.
     static func encode(_ parameters: [String: String]) -> String {
-        parameters.sorted { $0.key < $1.key }
-            .map { "\(encode($0.key))=\(encode($0.value))" }
-            .joined(separator: "&")
+        String(decoding: encodedBytes(parameters), as: UTF8.self)
+    }
+
+    /// The encoded fields (as `encode(_ parameters:)` joins them), as bytes built in one buffer.
+    static func encodedBytes(_ parameters: [String: String]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(parameters.reduce(16) { $0 + $1.key.utf8.count + $1.value.utf8.count + 2 })
+        for (index, field) in parameters.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "&")) }
+            append(field.key, to: &out)
+            out.append(UInt8(ascii: "="))
+            append(field.value, to: &out)
+        }
+        return out
     }
 
     /// Decodes a form body into its fields (for tests and for servers in tests).

@@ -132,7 +132,19 @@ public struct OpenIDConfiguration: Sendable, Hashable {
 public actor OpenIDConfigurationCache {
     private let transport: any HTTPTransport
     private let logger: Logger
-    private var entries: [URL: Task<OpenIDConfiguration, any Error>] = [:]
+    private var entries: [Key: Task<OpenIDConfiguration, any Error>] = [:]
+
+    /// What decides an authority's discovery URL: its URL as written and whether the v2.0 path is
+    /// added (Entra ID and B2C). Cheaper to build and hash than the URL itself, on every silent refresh.
+    private struct Key: Hashable {
+        let url: String
+        let usesV2Endpoints: Bool
+
+        init(_ authority: Authority) {
+            url = authority.url.absoluteString
+            usesV2Endpoints = authority.type == .aad || authority.type == .b2c
+        }
+    }
 
     /// Creates an empty cache.
     /// - Parameters:
@@ -148,7 +160,7 @@ public actor OpenIDConfigurationCache {
     /// `<authority>/oauth2/v2.0/devicecode`.
     ///
     /// - Parameters:
-    ///   - authority: the authority; its ``Authority/discoveryURL`` is the cache key.
+    ///   - authority: the authority; one configuration is kept per authority URL and kind.
     ///   - correlationID: sent as `client-request-id` if this call makes the request.
     /// - Returns: the configuration.
     /// - Throws: ``MSALError``: the transport's `.internal(.networkError)` / `.internal(.timeout)`;
@@ -157,7 +169,7 @@ public actor OpenIDConfigurationCache {
     ///   authority; `.serverError` (with `.invalidResponse` when the body is unusable) for 5xx and
     ///   for a document without `issuer`, `authorization_endpoint` or `token_endpoint`.
     public func configuration(for authority: Authority, correlationID: String?) async throws(MSALError) -> OpenIDConfiguration {
-        let key = authority.discoveryURL
+        let key = Key(authority)
         let task: Task<OpenIDConfiguration, any Error>
         if let existing = entries[key] {
             task = existing
@@ -180,7 +192,7 @@ public actor OpenIDConfigurationCache {
 
     /// Puts a configuration in the cache for `authority` (e.g. one the app shipped with), replacing any other.
     public func store(_ configuration: OpenIDConfiguration, for authority: Authority) {
-        entries[authority.discoveryURL] = Task { configuration }
+        entries[Key(authority)] = Task { configuration }
     }
 
     /// Forgets every cached configuration; the next call per authority fetches again.

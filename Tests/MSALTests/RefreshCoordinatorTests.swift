@@ -148,3 +148,10 @@ struct RefreshCoordinatorTests {
     }
 }
 
+
+/// Keys spelled as literals in these tests: requests that differ only by this name.
+extension RefreshCoordinator.Key: ExpressibleByStringLiteral {
+    init(stringLiteral name: String) {
+        self.init(kind: name, clientID: "", authority: "", account: "", scopes: [], forceRefresh: false, extraParameters: [:])
+    }
+}
