@@ -40,9 +40,10 @@ struct NoNetworkTransport: HTTPTransport {
 }
 
 /// The network stubbed in process, as MSAL Python's own tests stub `http_client`: answers Entra's
-/// discovery document and the token endpoint for the accounts of a ``CacheShape`` with a prepared
-/// response (no sockets, and after the first request for an account and tenant no encoding either:
-/// the stub's cost should be close to nothing, as MSAL Python's is). A refresh gets an access token
+/// discovery document and the token endpoint for the accounts of a ``CacheShape`` (no sockets; the
+/// response is written into a string, and the ID token is made once per account and tenant: the
+/// stub's cost, and the CPU-cache space it takes from the SDK, should be close to nothing, as MSAL
+/// Python's stub's is). A refresh gets an access token
 /// valid for `accessTokenLifetime` seconds (by default 250: inside the 5-minute expiration buffer,
 /// so the next lookup refreshes again and every iteration is a miss that refreshes), the same
 /// refresh token, the account's ID token for the tenant and its `client_info`, and the requested
@@ -53,8 +54,9 @@ final class StubEntraTransport: HTTPTransport {
     let accessTokenLifetime: Int
     /// Refresh token secret → account index.
     private let accounts: [String: Int]
-    /// Prepared token responses by account, tenant and requested scopes.
-    private let responses = Mutex<[String: Data]>([:])
+    /// ID tokens by account and tenant (`account × tenants + tenant`), made on first use: at most
+    /// one per tenant profile of the cache, so the stub's memory stays small next to the cache's.
+    private let idTokens = Mutex<[Int: String]>([:])
     private let tokenRequests = Atomic<Int>(0)
 
     init(shape: CacheShape, refreshTokenOwners: [String: Int], clock: any WallClock, accessTokenLifetime: Int = 250) {
@@ -100,28 +102,35 @@ final class StubEntraTransport: HTTPTransport {
                 body: Self.encode(["error": .string("invalid_grant"), "error_description": .string("unknown refresh token")]))
         }
         let scope = Self.formField("scope", in: body) ?? ""
-        let key = "\(account)|\(tenant)|\(scope)"
-        let response = responses.withLock { prepared in
-            if let data = prepared[key] { return data }
-            // Entra echoes the granted scopes, the OpenID Connect ones included.
-            let granted = scope.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? scope
-            let clientInfo = Base64URL.encode(Self.encode([
-                "uid": .string(shape.accountObjectIDs[account]), "utid": .string(shape.tenants[0]),
-            ]))
-            let data = Self.encode([
-                "token_type": .string("Bearer"),
-                "scope": .string(granted),
-                "expires_in": .number(Double(accessTokenLifetime)),
-                "ext_expires_in": .number(Double(accessTokenLifetime)),
-                "access_token": .string("stub-access-token-\(account)-\(tenant)"),
-                "refresh_token": .string(refreshToken),
-                "id_token": .string(shape.idTokenJWT(account: account, tenant: tenant, issuedAt: clock.now())),
-                "client_info": .string(clientInfo),
-            ])
-            prepared[key] = data
-            return data
+        // Entra echoes the granted scopes, the OpenID Connect ones included.
+        let granted = scope.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? scope
+        let idToken = idTokens.withLock { kept in
+            let slot = account * shape.tenantsPerAccount + tenant
+            if let jwt = kept[slot] { return jwt }
+            let jwt = shape.idTokenJWT(account: account, tenant: tenant, issuedAt: clock.now())
+            kept[slot] = jwt
+            return jwt
         }
+        let response = Self.tokenResponse(
+            scope: granted, lifetime: accessTokenLifetime, accessToken: "stub-access-token-\(account)-\(tenant)",
+            refreshToken: refreshToken, idToken: idToken, clientInfo: clientInfo(account))
         return HTTPResponse(statusCode: 200, headers: ["Content-Type": "application/json"], body: response)
+    }
+
+    /// The `client_info` of an account: base64url JSON with its `uid` and home tenant `utid`.
+    private func clientInfo(_ account: Int) -> String {
+        Base64URL.encode(Data(#"{"uid":"\#(shape.accountObjectIDs[account])","utid":"\#(shape.tenants[0])"}"#.utf8))
+    }
+
+    /// A token response, written directly: every value is base64url, a GUID, a number or a scope
+    /// list without characters JSON escapes, so no encoder (whose cost would evict the SDK's data
+    /// from the CPU caches between the measured halves of a refresh) is needed.
+    static func tokenResponse(scope: String, lifetime: Int, accessToken: String, refreshToken: String, idToken: String, clientInfo: String) -> Data {
+        precondition(!scope.utf8.contains { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }, "the stub writes scopes unescaped: no quote, backslash or control character")
+        return Data("""
+            {"access_token":"\(accessToken)","client_info":"\(clientInfo)","expires_in":\(lifetime),"ext_expires_in":\(lifetime),\
+            "id_token":"\(idToken)","refresh_token":"\(refreshToken)","scope":"\(scope)","token_type":"Bearer"}
+            """.utf8)
     }
 
     /// The value of one field of an `application/x-www-form-urlencoded` body, for values that need
