@@ -33,3 +33,30 @@ final class KeptValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return value
     }
 }
+
+/// A JWT as the key of a ``KeptValues`` table: equal when the whole token is, hashed from its length
+/// and two 32-byte samples (the middle of the payload and the end). Hashing the whole token (1-2 KB)
+/// would read every byte of it on each lookup, which for tokens of a large cache means many CPU-cache
+/// misses; equality still compares every byte, and costs nothing when both are the same string (as a
+/// cached entry's token and the key it was decoded under are).
+struct JWTKey: Hashable, Sendable {
+    let jwt: String
+
+    static func == (lhs: JWTKey, rhs: JWTKey) -> Bool { lhs.jwt == rhs.jwt }
+
+    func hash(into hasher: inout Hasher) {
+        var jwt = jwt
+        jwt.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            let sample = 32
+            let raw = UnsafeRawBufferPointer(bytes)
+            guard raw.count > 3 * sample else {
+                hasher.combine(bytes: raw)
+                return
+            }
+            let middle = raw.count / 2 - sample / 2
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[middle..<(middle + sample)]))
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: raw[(raw.count - sample)...]))
+        }
+    }
+}

@@ -37,7 +37,7 @@ public final class PublicClientApplication: Sendable {
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
     /// At most 16,384 kept: the four tenant profiles of each of the 4,096 accounts the cache keeps assembled.
-    let idTokenClaims = KeptValues<String, IDTokenClaims>(limit: 16_384)
+    let idTokenClaims = KeptValues<JWTKey, IDTokenClaims>(limit: 16_384)
     /// ``sortedScopes(ofTarget:)`` by target.
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
@@ -709,9 +709,9 @@ public final class PublicClientApplication: Sendable {
     /// The claims of an ID token, decoded once per JWT (kept in ``idTokenClaims``); `nil` when it
     /// does not decode.
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
-        if let claims = idTokenClaims.value(for: jwt) { return claims }
+        if let claims = idTokenClaims.value(for: JWTKey(jwt: jwt)) { return claims }
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
-        idTokenClaims.keep(claims, for: jwt)
+        idTokenClaims.keep(claims, for: JWTKey(jwt: jwt))
         return claims
     }
 

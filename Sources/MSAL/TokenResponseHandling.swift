@@ -58,7 +58,7 @@ extension PublicClientApplication {
                     allowedClockSkew: configuration.allowedClockSkew)
                 newClaims = claims
                 // The account is assembled again right after the save, with this token's claims.
-                idTokenClaims.keep(claims, for: idToken)
+                idTokenClaims.keep(claims, for: JWTKey(jwt: idToken))
             } catch {
                 var failure = error
                 failure.correlationID = correlationID
@@ -140,15 +140,11 @@ extension PublicClientApplication {
             case .aad, .b2c: claims.objectID ?? clientInfo?.uniqueID ?? claims.subject ?? homeAccountID
             case .oidc, .adfs: claims.subject ?? homeAccountID
             }
-            // A refresh keeps how the account signed in.
-            var accountSource = context.accountSource
-            if accountSource == nil {
-                accountSource = try cache.accountEntry(homeAccountID: homeAccountID, environment: environment, realm: realm)?.accountSource
-            }
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm, localAccountID: localID,
                 username: claims.preferredUsername, authorityType: Self.cacheAuthorityType(authority.type),
-                accountSource: accountSource,
+                // nil for a refresh: the save keeps the cached entry's (how the account signed in).
+                accountSource: context.accountSource,
                 name: claims.name,
                 givenName: claims.all["given_name"]?.stringValue, familyName: claims.all["family_name"]?.stringValue)
         } else if try cache.accountEntries(homeAccountID: homeAccountID, environment: environment).isEmpty {

@@ -126,23 +126,6 @@ public final class TokenCache: Sendable {
         try withIndex { index in index.accountEntries(homeAccountID: homeAccountID, environment: environment) }
     }
 
-    /// The account entry of a home account in one environment and realm (all compared
-    /// case-insensitively); when other MSALs stored several, the one with the smallest stored key.
-    /// - Returns: the entry, or `nil` when there is none.
-    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
-    public func accountEntry(homeAccountID: String, environment: String, realm: String) throws(MSALError) -> AccountEntry? {
-        try withIndex { index in
-            let environment = environment.lowercasedIfNeeded(), realm = realm.lowercasedIfNeeded()
-            var found: (key: String, entry: AccountEntry)?
-            for key in index.accountsByHome[homeAccountID.lowercasedIfNeeded()] ?? [] {
-                guard let entry = index.contents.accounts[key], entry.environment.lowercasedIfNeeded() == environment,
-                      entry.realm.lowercasedIfNeeded() == realm, found.map({ key < $0.key }) ?? true else { continue }
-                found = (key, entry)
-            }
-            return found?.entry
-        }
-    }
-
     /// The tenant profiles of one home account in one environment for a client ID: each account
     /// entry (one per realm) with the ID token issued to `clientID` in that realm, if any, read in
     /// one step (one store check). The same as ``accountEntries(homeAccountID:environment:)`` followed
@@ -247,7 +230,8 @@ public final class TokenCache: Sendable {
     /// - A refresh token replaces the account's other refresh tokens for the same client ID and, for
     ///   a family refresh token, those of the same family (as MSAL for iOS/macOS keeps one).
     /// - An ID token, account or app metadata entry replaces the entry with the same identity, also
-    ///   one stored under another MSAL's key.
+    ///   one stored under another MSAL's key. An account entry without `account_source` keeps the
+    ///   replaced entry's (a refresh does not say how the account signed in).
     /// - `nil` parameters leave existing entries alone.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read or written; then
     ///   nothing was saved.
@@ -291,15 +275,17 @@ public final class TokenCache: Sendable {
                 }
                 upserts.append((newKey, .idToken(idToken)))
             }
-            if let account {
+            if var account {
                 let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
                 let newKey = account.key
-                for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] where key != newKey {
-                    if let old = index.contents.accounts[key],
-                       old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm {
-                        removals.insert(CacheEntryRemoval(kind: .account, key: key))
-                    }
+                var replacedSource: String?
+                for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
+                    guard let old = index.contents.accounts[key],
+                          old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
+                    if replacedSource == nil || key == newKey { replacedSource = old.accountSource ?? replacedSource }
+                    if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
                 }
+                if account.accountSource == nil { account.accountSource = replacedSource }
                 upserts.append((newKey, .account(account)))
             }
             if let appMetadata {

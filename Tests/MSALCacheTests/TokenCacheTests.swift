@@ -120,6 +120,33 @@ struct TokenCacheTests {
         #expect(after.accounts.count == 1 && after.accounts.values.first?.username == "new")
     }
 
+    @Test("An account entry saved without account_source keeps the replaced entry's; one with it replaces it")
+    func accountSourceSurvivesARefresh() throws {
+        func source(_ store: InMemoryTokenCacheStore) throws -> [String?] { try store.readAll().accounts.values.map(\.accountSource) }
+        func account(_ source: String?, realm: String = Sample.tenant) -> AccountEntry {
+            var entry = Sample.account(realm: realm)
+            entry.accountSource = source
+            return entry
+        }
+        // Stored by another MSAL under its own key: the saved entry takes its place and its source.
+        var contents = TokenCacheContents()
+        contents.insert(.account(account("device_code")), storedKey: "Other-Account-Key")
+        contents.insert(.account(account("authorization_code", realm: "other-tenant")), storedKey: "Other-Tenant-Key")
+        let store = InMemoryTokenCacheStore(contents: contents)
+        let cache = TokenCache(store: store)
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: account(nil), appMetadata: nil)
+        #expect(try store.readAll().accounts[account(nil).key]?.accountSource == "device_code")
+        #expect(try store.readAll().accounts.count == 2)
+        // Saved again without a source (a refresh), then with another one (a new sign-in).
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: account(nil), appMetadata: nil)
+        #expect(try store.readAll().accounts[account(nil).key]?.accountSource == "device_code")
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: account("authorization_code"), appMetadata: nil)
+        #expect(try source(store).sorted { ($0 ?? "") < ($1 ?? "") } == ["authorization_code", "authorization_code"])
+        // A new account has nothing to keep.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: account(nil, realm: "third"), appMetadata: nil)
+        #expect(try store.readAll().accounts[account(nil, realm: "third").key]?.accountSource == nil)
+    }
+
     @Test("removeAccount removes the client's credentials, and the account only when no other client uses it")
     func removeAccount() throws {
         let cache = self.cache

@@ -33,9 +33,14 @@ struct DeviceCodeSignInTests {
         #expect(silent.idToken == signIn.idToken)
         #expect(silent.account.username == user.username)
 
+        func accountSources() throws -> [String?] {
+            try SQLiteTokenCacheStore(path: fixture.cachePath).readAll().accounts.values.map(\.accountSource)
+        }
+        #expect(try accountSources() == ["device_code"])
         let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account, forceRefresh: true))
         #expect(refreshed.tokenSource == .identityProvider)
         #expect(refreshed.accessToken != signIn.accessToken)
+        #expect(try accountSources() == ["device_code"])  // a refresh keeps how the account signed in
 
         let afterRefresh = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account))
         #expect(afterRefresh.tokenSource == .cache)
