@@ -21,6 +21,11 @@ public struct HTTPMethod: RawRepresentable, Sendable, Hashable, ExpressibleByStr
     public var description: String { rawValue }
 }
 
+/// `byte` with ASCII capitals turned into small letters (header names are ASCII, RFC 9110 §5.1).
+private func asciiLower(_ byte: UInt8) -> UInt8 {
+    byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+}
+
 /// An HTTP request as swift-msal sends it: a value, so it can be recorded and compared in tests.
 public struct HTTPRequest: Sendable {
     /// The method.
@@ -44,8 +49,8 @@ public struct HTTPRequest: Sendable {
     /// The value of the header `name`, compared case-insensitively.
     /// - Returns: the value, or `nil` when the request has no such header.
     public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.key.lowercased() == lower }?.value
+        if let value = headers[name] { return value }
+        return headers.first { $0.key.utf8.elementsEqual(name.utf8) { asciiLower($0) == asciiLower($1) } }?.value
     }
 
     /// A `POST` with an `application/x-www-form-urlencoded` body, as every OAuth 2.0 token and
@@ -137,18 +142,31 @@ enum FormEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends the encoding of `string` to `out`.
+    /// Appends the encoding of `string` to `out`: runs of unreserved bytes (a whole token, usually)
+    /// are copied at once.
     private static func append(_ string: String, to out: inout [UInt8]) {
-        for byte in string.utf8 {
-            if isUnreserved(byte) {
-                out.append(byte)
-            } else if byte == UInt8(ascii: " ") {
-                out.append(UInt8(ascii: "+"))
-            } else {
-                out.append(UInt8(ascii: "%"))
-                out.append(hexDigit(byte >> 4))
-                out.append(hexDigit(byte & 0x0F))
+        var string = string
+        string.withUTF8 { bytes in
+            var start = 0
+            while start < bytes.count {
+                var end = start
+                while end < bytes.count, isUnreserved(bytes[end]) { end += 1 }
+                if end > start { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end])) }
+                guard end < bytes.count else { return }
+                appendEscaped(bytes[end], to: &out)
+                start = end + 1
             }
+        }
+    }
+
+    /// Appends one reserved byte: `+` for a space, else `%XX`.
+    private static func appendEscaped(_ byte: UInt8, to out: inout [UInt8]) {
+        if byte == UInt8(ascii: " ") {
+            out.append(UInt8(ascii: "+"))
+        } else {
+            out.append(UInt8(ascii: "%"))
+            out.append(hexDigit(byte >> 4))
+            out.append(hexDigit(byte & 0x0F))
         }
     }
 

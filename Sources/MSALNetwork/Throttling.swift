@@ -148,6 +148,7 @@ public struct ThrottlingState: Sendable {
     ///   message saying it was not sent and, for the Retry-After rule, ``MSALError/retryAfter`` set
     ///   to the seconds left. The Retry-After rule is checked first.
     public func check(_ key: ThrottleKey, grantType: String, now: Date) -> MSALError? {
+        guard !entries.isEmpty else { return nil }  // the usual case: no key is hashed
         if let entry = entries[Slot(key: key, rule: .retryAfter)], entry.expiresAt > now {
             let left = entry.expiresAt.timeIntervalSince(now)
             var error = entry.error
