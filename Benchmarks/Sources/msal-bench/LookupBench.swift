@@ -162,6 +162,7 @@ struct LookupBench {
             // that expires within the 5-minute buffer, so the next call refreshes again).
             let clock = ManualWallClock(now.addingTimeInterval(2 * 86_400))
             let stub = StubEntraTransport(shape: shape, refreshTokenOwners: refreshTokenOwners, clock: clock)
+            stub.prepareIDTokens()
             let timing = TimingTransport(stub)
             var configuration = PublicClientApplicationConfiguration(clientID: CacheShape.clientID, authority: authorities[0], cacheStore: store)
             configuration.transport = timing
