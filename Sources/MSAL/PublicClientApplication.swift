@@ -435,18 +435,7 @@ public final class PublicClientApplication: Sendable {
     /// `1`) first when the app is in the family or its membership is unknown (no app metadata yet),
     /// then the app's own. Source: MSAL for iOS/macOS `MSIDDefaultTokenCacheAccessor` family lookup.
     func refreshTokenCandidates(homeAccountID: String, environment: String) throws(MSALError) -> [RefreshTokenEntry] {
-        let clientID = configuration.clientID
-        var candidates: [RefreshTokenEntry] = []
-        let metadata = try cache.appMetadata(clientID: clientID, environment: environment)
-        if metadata == nil || metadata?.familyID == "1",
-           let family = try cache.familyRefreshToken(homeAccountID: homeAccountID, environment: environment, familyID: "1") {
-            candidates.append(family)
-        }
-        if let own = try cache.refreshToken(homeAccountID: homeAccountID, environment: environment, clientID: clientID),
-           !candidates.contains(where: { $0.key == own.key }) {
-            candidates.append(own)
-        }
-        return candidates
+        try cache.refreshTokenCandidates(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
     }
 
     /// A refresh the provider refused is `interactionRequired`: any OAuth error in a 4xx answer but

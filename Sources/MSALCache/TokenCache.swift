@@ -88,6 +88,33 @@ public final class TokenCache: Sendable {
         }
     }
 
+    /// The refresh tokens to try for an account and client, in order, read in one step (one store
+    /// check): the newest family refresh token (FOCI, family `familyID`) first when the client is in
+    /// that family or its membership is unknown (no app metadata in this environment), then the
+    /// client's own newest one, each once. Source: MSAL for iOS/macOS `MSIDDefaultTokenCacheAccessor`
+    /// family lookup.
+    /// - Returns: zero, one or two entries.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func refreshTokenCandidates(
+        homeAccountID: String, environment: String, clientID: String, familyID: String = "1"
+    ) throws(MSALError) -> [RefreshTokenEntry] {
+        try withIndex { index in
+            let metadata = (index.appMetadata[ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)] ?? [])
+                .sorted().lazy.compactMap { index.contents.appMetadata[$0] }.first
+            var candidates: [(key: String, entry: RefreshTokenEntry)] = []
+            if metadata == nil || metadata?.familyID == familyID, let family = index.newestFirstKeyed(
+                index.refreshTokensByFamily[ClientID(homeAccountID: homeAccountID, environment: environment, clientOrFamilyID: familyID)] ?? []).first {
+                candidates.append(family)
+            }
+            if let own = index.newestFirstKeyed(
+                index.refreshTokensByClient[ClientID(homeAccountID: homeAccountID, environment: environment, clientOrFamilyID: clientID)] ?? []).first,
+               !candidates.contains(where: { $0.key == own.key }) {
+                candidates.append(own)
+            }
+            return candidates.map(\.entry)
+        }
+    }
+
     /// Finds a family refresh token (FOCI) of an account: one whose `family_id` is `familyID`,
     /// whatever client it was issued to. The newest first, as ``refreshToken(homeAccountID:environment:clientID:)``.
     /// - Returns: the entry, or `nil`.
@@ -137,9 +164,11 @@ public final class TokenCache: Sendable {
         homeAccountID: String, environment: String, clientID: String
     ) throws(MSALError) -> [(account: AccountEntry, idToken: IDTokenEntry?)] {
         try withIndex { index in
-            index.accountEntries(homeAccountID: homeAccountID, environment: environment).map { entry in
-                (entry, index.idToken(in: CredentialID(
-                    homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: clientID)))
+            let home = homeAccountID.lowercasedIfNeeded(), client = clientID.lowercasedIfNeeded()
+            return index.sortedAccountEntries(homeAccountID: home, environment: environment).map { keyed in
+                // The identifiers are lowercase already: the ID token's key needs no second pass over them.
+                let id = CredentialID(lowercasedHomeAccountID: home, environment: keyed.environment, realm: keyed.realm, clientID: client)
+                return (keyed.entry, index.idToken(in: id))
             }
         }
     }
@@ -431,6 +460,14 @@ struct CredentialID: Hashable {
         self.clientID = clientID.lowercasedIfNeeded()
     }
 
+    /// An ID from identifiers that are lowercase already (not checked).
+    init(lowercasedHomeAccountID homeAccountID: String, environment: String, realm: String, clientID: String) {
+        self.homeAccountID = homeAccountID
+        self.environment = environment
+        self.realm = realm
+        self.clientID = clientID
+    }
+
     init(_ entry: AccessTokenEntry) {
         self.init(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: entry.clientID)
     }
@@ -626,19 +663,25 @@ struct CacheIndex: Sendable {
     /// The account entries of a home account, in one environment or all (`nil`), sorted by
     /// environment and realm (lowercased).
     func accountEntries(homeAccountID: String, environment: String?) -> [AccountEntry] {
+        sortedAccountEntries(homeAccountID: homeAccountID.lowercasedIfNeeded(), environment: environment).map(\.entry)
+    }
+
+    /// ``accountEntries(homeAccountID:environment:)`` for a lowercase home account ID, each entry
+    /// with its environment and realm lowercased (what it is sorted by).
+    func sortedAccountEntries(homeAccountID: String, environment: String?) -> [(environment: String, realm: String, entry: AccountEntry)] {
         let environment: String? = environment?.lowercasedIfNeeded()
-        guard let keys = accountsByHome[homeAccountID.lowercasedIfNeeded()] else { return [] }
-        var keyed: [(sortKey: (String, String), entry: AccountEntry)] = []
+        guard let keys = accountsByHome[homeAccountID] else { return [] }
+        var keyed: [(environment: String, realm: String, entry: AccountEntry)] = []
         keyed.reserveCapacity(keys.count)
         for key in keys {
             guard let entry = contents.accounts[key] else { continue }
             let entryEnvironment = entry.environment.lowercasedIfNeeded()
             if let environment, entryEnvironment != environment { continue }
-            keyed.append(((entryEnvironment, entry.realm.lowercasedIfNeeded()), entry))
+            keyed.append((entryEnvironment, entry.realm.lowercasedIfNeeded(), entry))
         }
         // One account's entries all share the home account ID: environment and realm order them.
-        keyed.sort { $0.sortKey < $1.sortKey }
-        return keyed.map(\.entry)
+        keyed.sort { ($0.environment, $0.realm) < ($1.environment, $1.realm) }
+        return keyed
     }
 
     /// The stored keys of the access tokens of `id` that share a scope with `scopes` or have no scope.
@@ -650,12 +693,17 @@ struct CacheIndex: Sendable {
 
     /// Refresh tokens stored under `keys`, newest `last_modification_time` first, then by key.
     func newestFirst(_ keys: Set<String>) -> [RefreshTokenEntry] {
-        keys.compactMap { key in contents.refreshTokens[key].map { (key, $0) } }
-            .sorted { lhs, rhs in
-                let l = lhs.1.lastModificationTime ?? .distantPast, r = rhs.1.lastModificationTime ?? .distantPast
-                return l != r ? l > r : lhs.0 < rhs.0
-            }
-            .map(\.1)
+        newestFirstKeyed(keys).map(\.entry)
+    }
+
+    /// ``newestFirst(_:)`` with each entry's stored key.
+    func newestFirstKeyed(_ keys: Set<String>) -> [(key: String, entry: RefreshTokenEntry)] {
+        let found: [(key: String, entry: RefreshTokenEntry)] = keys.compactMap { key in contents.refreshTokens[key].map { (key, $0) } }
+        guard found.count > 1 else { return found }
+        return found.sorted { lhs, rhs in
+            let l = lhs.entry.lastModificationTime ?? .distantPast, r = rhs.entry.lastModificationTime ?? .distantPast
+            return l != r ? l > r : lhs.key < rhs.key
+        }
     }
 }
 

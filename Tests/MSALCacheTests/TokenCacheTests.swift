@@ -106,6 +106,30 @@ struct TokenCacheTests {
         #expect(try cache.refreshToken(homeAccountID: Sample.home, environment: Sample.environment, clientID: "other-app") == nil)
     }
 
+    @Test("Refresh token candidates: the family's first unless the app is known to be outside it, then the app's own, each once")
+    func refreshTokenCandidates() throws {
+        func candidates(_ cache: TokenCache, clientID: String = Sample.clientID) throws -> [String] {
+            try cache.refreshTokenCandidates(homeAccountID: Sample.home.uppercased(), environment: Sample.environment, clientID: clientID).map(\.secret)
+        }
+        var contents = TokenCacheContents()
+        contents.insert(.refreshToken(Sample.refreshToken(clientID: "other-app", familyID: "1", secret: "FRT")), storedKey: "family-key")
+        contents.insert(.refreshToken(Sample.refreshToken(secret: "RT-own")), storedKey: Sample.refreshToken(secret: "").key)
+        let store = InMemoryTokenCacheStore(contents: contents)
+        let cache = TokenCache(store: store)
+        #expect(try candidates(cache) == ["FRT", "RT-own"])  // membership unknown: the family's first
+        #expect(try candidates(cache, clientID: "other-app") == ["FRT"])  // its own token is the family's: once
+
+        // The app is known to be outside the family: only its own.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
+                       appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: ""))
+        #expect(try candidates(cache) == ["RT-own"])
+        // In the family: the family's first again.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
+                       appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: "1"))
+        #expect(try candidates(cache) == ["FRT", "RT-own"])
+        #expect(try cache.refreshTokenCandidates(homeAccountID: "nobody", environment: Sample.environment, clientID: Sample.clientID).isEmpty)
+    }
+
     @Test("An ID token or account stored under another MSAL's key is replaced, not duplicated")
     func foreignKeysAreReplaced() throws {
         var contents = TokenCacheContents()
