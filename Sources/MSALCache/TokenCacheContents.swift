@@ -63,6 +63,7 @@ public struct TokenCacheContents: Sendable, Equatable {
     ///   single unreadable entry does not fail the read: it goes to ``unreadableEntries``.
     public init(msalJSONObject sections: [String: JSONValue]) throws(MSALError) {
         self.init()
+        var interner = StringInterner()  // entries parsed from JSON each hold their own copy of every identifier
         for (name, value) in sections {
             guard let kind = CacheEntryKind(rawValue: name) else {
                 unknownSections[name] = value
@@ -76,7 +77,7 @@ public struct TokenCacheContents: Sendable, Equatable {
                     unreadableEntries[name, default: [:]][key] = entryValue
                     continue
                 }
-                insert(entry, storedKey: key)
+                insert(interner.intern(entry), storedKey: key)
             }
         }
     }
@@ -158,13 +159,42 @@ public struct TokenCacheContents: Sendable, Equatable {
         }
     }
 
+    /// Replaces the repeated identifiers of every readable entry by the interner's shared copies
+    /// (values do not change).
+    mutating func internIdentifiers(_ interner: inout StringInterner) {
+        Self.replaceValues(of: &accessTokens) { interner.intern($0) }
+        Self.replaceValues(of: &refreshTokens) { interner.intern($0) }
+        Self.replaceValues(of: &idTokens) { interner.intern($0) }
+        Self.replaceValues(of: &accounts) { interner.intern($0) }
+        Self.replaceValues(of: &appMetadata) { interner.intern($0) }
+    }
+
+    /// Replaces each value of `section` by `transform` of it, in place by index (keys and positions
+    /// do not change, so nothing is rehashed).
+    private static func replaceValues<Value>(of section: inout [String: Value], _ transform: (Value) -> Value) {
+        var index = section.startIndex
+        while index != section.endIndex {
+            section.values[index] = transform(section.values[index])
+            section.formIndex(after: &index)
+        }
+    }
+
     /// Applies a change the way every ``TokenCacheStore`` does: first the removals, then the upserts,
     /// each upsert stored under its own ``CacheEntry/key``.
     public mutating func apply(_ change: TokenCacheChange) {
+        apply(change) { $0 }
+    }
+
+    /// ``apply(_:)``, storing each upsert with its repeated identifiers shared through `interner`.
+    mutating func apply(_ change: TokenCacheChange, interning interner: inout StringInterner) {
+        apply(change) { interner.intern($0) }
+    }
+
+    private mutating func apply(_ change: TokenCacheChange, storing stored: (CacheEntry) -> CacheEntry) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for (key, entry) in change.keyedUpserts {
             if !unreadableEntries.isEmpty { unreadableEntries[entry.kind.rawValue]?[key] = nil }
-            insert(entry, storedKey: key)
+            insert(stored(entry), storedKey: key)
         }
     }
 }

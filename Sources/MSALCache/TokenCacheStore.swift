@@ -128,17 +128,24 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     private struct State {
         var contents: TokenCacheContents
         var stamp: UInt64
+        /// Shares the identifiers that entries repeat (see ``StringInterner``).
+        var interner = StringInterner()
     }
 
     private let state: Mutex<State>
 
-    /// Creates a store holding `contents` (empty by default).
+    /// Creates a store holding `contents` (empty by default). Entries keep one shared copy of each
+    /// repeated identifier (home account ID, environment, client ID, realm, target), as every
+    /// entry stored later does.
     /// - Parameters:
     ///   - contents: the initial entries.
     ///   - accessGroup: the group the store reports; default ``TokenCacheAccessGroup/default``.
     public init(contents: TokenCacheContents = .init(), accessGroup: String = TokenCacheAccessGroup.default) {
         self.accessGroup = accessGroup
-        state = Mutex(State(contents: contents, stamp: 0))
+        var interner = StringInterner()
+        var shared = contents
+        shared.internIdentifiers(&interner)
+        state = Mutex(State(contents: shared, stamp: 0, interner: interner))
     }
 
     /// Returns a copy of the contents.
@@ -172,7 +179,7 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
         state.withLock { state in
             let before = state.stamp
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
-            state.contents.apply(change)
+            state.contents.apply(change, interning: &state.interner)
             state.stamp &+= 1
             return AppliedChangeStamps(before: before, after: state.stamp)
         }
