@@ -85,12 +85,24 @@ public struct CacheShape: Sendable {
 
     /// The whole cache. Access tokens expire at `expiresOn`; ID tokens at `now + 1 day`.
     public func contents(now: Date, expiresOn: Date) -> TokenCacheContents {
-        var random = SplitMix64(seed: seed &+ 1)
+        contents(accounts: 0..<accountCount, now: now, expiresOn: expiresOn)
+    }
+
+    /// The entries of the accounts in `accounts` (their access tokens, refresh token, ID tokens and
+    /// account entries; the app's `AppMetadata` entry with account 0), exactly as ``contents(now:expiresOn:)``
+    /// has them: the secrets come from the same positions of the seeded sequence, so a cache built
+    /// batch by batch equals the one built at once.
+    public func contents(accounts: Range<Int>, now: Date, expiresOn: Date) -> TokenCacheContents {
         var contents = TokenCacheContents()
-        contents.accessTokens.reserveCapacity(n)
         let clientID = Self.clientID
         let environment = Self.environment
-        for index in 0..<n {
+        let perAccount = tenantsPerAccount * scopeSetsPerTenant
+        let tokens = min(accounts.lowerBound * perAccount, n)..<min(accounts.upperBound * perAccount, n)
+        contents.accessTokens.reserveCapacity(tokens.count)
+        // Access token i draws the secret characters i × secretLength ..< (i + 1) × secretLength of the
+        // sequence; the refresh tokens follow all n access tokens.
+        var random = randomSequence(from: tokens.lowerBound * secretLength)
+        for index in tokens {
             let (account, tenant, scopeSet) = position(ofToken: index)
             let entry = AccessTokenEntry(
                 homeAccountID: fresh(homeAccountID(account)), environment: fresh(environment), clientID: fresh(clientID),
@@ -99,7 +111,8 @@ public struct CacheShape: Sendable {
                 extendedExpiresOn: expiresOn)
             contents.accessTokens[entry.key] = entry
         }
-        for account in 0..<accountCount {
+        random = randomSequence(from: (n + accounts.lowerBound) * secretLength)
+        for account in accounts {
             let home = homeAccountID(account)
             let refreshToken = RefreshTokenEntry(
                 homeAccountID: fresh(home), environment: fresh(environment), clientID: fresh(clientID),
@@ -117,9 +130,17 @@ public struct CacheShape: Sendable {
                 contents.accounts[entry.key] = entry
             }
         }
-        let metadata = AppMetadataEntry(clientID: clientID, environment: environment)
-        contents.appMetadata[metadata.key] = metadata
+        if accounts.contains(0) {
+            let metadata = AppMetadataEntry(clientID: clientID, environment: environment)
+            contents.appMetadata[metadata.key] = metadata
+        }
         return contents
+    }
+
+    /// The secrets' random sequence after its first `draws` numbers (SplitMix64 adds a constant to its
+    /// state per draw, so skipping is one multiplication).
+    private func randomSequence(from draws: Int) -> SplitMix64 {
+        SplitMix64(seed: (seed &+ 1) &+ UInt64(draws) &* 0x9E37_79B9_7F4A_7C15)
     }
 
     /// An unsigned ID token (`alg` `none`) for an account in a tenant, with the claims Entra sends.

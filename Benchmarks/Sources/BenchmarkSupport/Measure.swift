@@ -15,6 +15,21 @@ public func peakRSSBytes() -> UInt64 { statusBytes("VmHWM:") }
 /// The process's current resident set size in bytes: `VmRSS` of `/proc/self/status`.
 public func currentRSSBytes() -> UInt64 { statusBytes("VmRSS:") }
 
+/// Gives the memory the harness itself freed back to the system (glibc's `malloc_trim`) and starts
+/// the peak over from the current resident set (`5` written to `/proc/self/clear_refs` resets
+/// `VmHWM`, Linux 4.0 and later), so that later peaks are what the library holds, not a copy the
+/// harness made and dropped before measuring. Does nothing where either is unavailable.
+public func resetPeakRSS() {
+    _ = glibcMallocTrim(0)
+    guard let handle = FileHandle(forWritingAtPath: "/proc/self/clear_refs") else { return }
+    try? handle.write(contentsOf: Data("5".utf8))
+    try? handle.close()
+}
+
+/// glibc's `malloc_trim(size_t pad)` (declared in `<malloc.h>`, which Swift's Glibc module does not import).
+@_silgen_name("malloc_trim")
+private func glibcMallocTrim(_ pad: Int) -> Int32
+
 func statusBytes(_ field: String) -> UInt64 {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix(field) {
