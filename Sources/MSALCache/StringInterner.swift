@@ -12,8 +12,10 @@ struct StringInterner {
 
     private var strings: Set<String> = []
 
-    /// The kept string equal to `string`, or `string` itself, now kept.
+    /// The kept string equal to `string`, or `string` itself, now kept. A string of up to 15 UTF-8
+    /// bytes is stored inside its `String` value, with nothing to share: it is returned as it is.
     mutating func intern(_ string: String) -> String {
+        guard string.utf8.count > 15 else { return string }
         if strings.count >= Self.limit { strings.removeAll(keepingCapacity: true) }
         return strings.insert(string).memberAfterInsert
     }

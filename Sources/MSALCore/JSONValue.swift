@@ -59,8 +59,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         if dynamicType == String.self, let string = object as? String {
             self = .string(string)
         } else if dynamicType is NSNumber.Type, let number = object as? NSNumber {
-            // JSONSerialization gives `true`/`false` as Boolean NSNumbers, whose type code is "c".
-            self = number.objCType.pointee == CChar(UInt8(ascii: "c")) ? .bool(number.boolValue) : .number(number.doubleValue)
+            self = Self(number: number)
         } else if let dictionary = object as? [String: Any] {
             var values: [String: JSONValue] = [:]
             values.reserveCapacity(dictionary.count)
@@ -81,9 +80,16 @@ public enum JSONValue: Sendable, Hashable, Codable {
             self = .null
         } else if let string = object as? String {  // an NSString
             self = .string(string)
+        } else if let number = object as? NSNumber {  // a number bridged from another type
+            self = Self(number: number)
         } else {
             return nil
         }
+    }
+
+    /// A number from JSONSerialization: `true`/`false` come as Boolean NSNumbers, whose type code is "c".
+    private init(number: NSNumber) {
+        self = number.objCType.pointee == CChar(UInt8(ascii: "c")) ? .bool(number.boolValue) : .number(number.doubleValue)
     }
 
     /// The string, if this is a string.
