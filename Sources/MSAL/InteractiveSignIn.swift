@@ -1,5 +1,6 @@
 public import Foundation
 public import MSALCore
+import MSALCache
 import MSALNetwork
 import MSALWebAuth
 internal import Synchronization
@@ -25,7 +26,8 @@ extension PublicClientApplication {
     ///   ``InteractiveTokenParameters/timeout``; `.internal(.networkError)` when the listener's port
     ///   is taken or the provider is down; `.internal(.invalidScope)`; `.internal(.invalidIDToken)`
     ///   for a nonce mismatch; `.serverError` for any other error in the redirect or at the token
-    ///   endpoint; `.serverDeclinedScopes`.
+    ///   endpoint; `.serverDeclinedScopes`; `.internal(.cacheError)` (or `.cacheUnavailable`) when the
+    ///   cache cannot be read, before the browser opens.
     public func acquireToken(with parameters: InteractiveTokenParameters) async throws(MSALError) -> AuthenticationResult {
         let correlationID = (parameters.correlationID ?? UUID()).uuidString.lowercased()
         let started = interactiveSession.withLock { running in
@@ -107,6 +109,9 @@ extension PublicClientApplication {
     private func interactiveSignIn(_ parameters: InteractiveTokenParameters, correlationID: String) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
         let extraScopes = parameters.extraScopesToConsent.isEmpty ? ScopeSet() : try ScopeSet.validatedRequest(parameters.extraScopesToConsent)
+        // The tokens go to the cache: one that cannot be read (damaged, wrong key) fails now, before
+        // the browser opens for tokens that could not be kept.
+        _ = try cache.revision()
         let authority = parameters.authority ?? configuration.authority
         logger.info("interactive sign-in at \(authority.environment), correlation \(correlationID)")
         _ = try await environments(for: authority, correlationID: correlationID)

@@ -104,7 +104,8 @@ public final class PublicClientApplication: Sendable {
     ///   `.userCanceled` when the user denies the request or the task is canceled (or the handler
     ///   throws); `.internal(.deviceCodeExpired)` when the code expires first; `.serverError` for
     ///   other provider errors; `.serverDeclinedScopes` when fewer scopes were granted (the token is
-    ///   cached all the same).
+    ///   cached all the same); `.internal(.cacheError)` (or `.cacheUnavailable`) when the cache cannot
+    ///   be read, before any request: the user is not asked to sign in for tokens that could not be kept.
     public func acquireToken(
         with parameters: DeviceCodeParameters,
         deviceCodeHandler: @escaping @Sendable (DeviceCodeInfo) async throws -> Void
@@ -123,6 +124,9 @@ public final class PublicClientApplication: Sendable {
         deviceCodeHandler: @escaping @Sendable (DeviceCodeInfo) async throws -> Void
     ) async throws(MSALError) -> AuthenticationResult {
         let scopes = try ScopeSet.validatedRequest(parameters.scopes)
+        // The tokens go to the cache: one that cannot be read (damaged, wrong key) fails now, before
+        // the user signs in for tokens that could not be kept.
+        _ = try cache.revision()
         let authority = parameters.authority ?? configuration.authority
         logger.info("device code sign-in at \(authority.environment), correlation \(correlationID)")
         _ = try await environments(for: authority, correlationID: correlationID)

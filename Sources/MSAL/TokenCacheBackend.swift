@@ -49,7 +49,10 @@ public enum TokenCacheBackend: Sendable {
     /// - Throws: ``MSALError``: `.internal(.invalidParameter)` for an invalid access group or a
     ///   ``store(_:)`` of another group; `.internal(.cacheUnavailable)` when the keyring cannot be
     ///   used, or no backend of ``platformDefault`` can; `.internal(.cacheError)` when a file cannot
-    ///   be created or opened (corrupt, tampered, wrong key, foreign), each message saying what to do.
+    ///   be created or opened, each message saying what to do. A SQLite file is checked here; the
+    ///   JSON and encrypted files are read on first use, so a damaged, tampered or foreign file or a
+    ///   wrong key is reported by the first call that uses the cache (a sign-in checks the cache
+    ///   before it asks the user anything).
     public func makeStore(accessGroup: String, logger: Logger = .none) throws(MSALError) -> any TokenCacheStore {
         try TokenCacheAccessGroup.validate(accessGroup)
         switch self {

@@ -201,11 +201,14 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
     /// `empty_scope_list` fixture query).
     ///
     /// - Returns: the normalized set (possibly empty).
-    /// - Throws: ``MSALError`` `.internal(.invalidScope)` when a scope contains whitespace or a
-    ///   character RFC 6749 §3.3 does not allow, or when a reserved scope (`openid`, `profile`,
+    /// - Throws: ``MSALError`` `.internal(.invalidScope)` when a scope is empty, contains whitespace
+    ///   or a character RFC 6749 §3.3 does not allow, or when a reserved scope (`openid`, `profile`,
     ///   `offline_access`) is passed: swift-msal adds those itself.
     public static func validatedRequest(_ scopes: [String]) throws(MSALError) -> ScopeSet {
         if let set = validatedSimpleRequest(scopes) { return set }
+        if scopes.contains("") {
+            throw .internal(.invalidScope, "A scope may not be empty (RFC 6749 §3.3: a scope token has at least one character); pass no scope instead.")
+        }
         for scope in scopes where scope.contains(where: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
             throw .internal(.invalidScope, "A scope may not contain whitespace (pass each scope separately): '\(MSALError.oneLine(scope))'.")
         }
@@ -214,7 +217,7 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
             let valid = scope.unicodeScalars.allSatisfy { scalar in
                 scalar.value == 0x21 || (0x23...0x5B).contains(scalar.value) || (0x5D...0x7E).contains(scalar.value)
             }
-            if !valid && !scope.isEmpty {
+            if !valid {
                 throw .internal(.invalidScope, "A scope may contain only printable ASCII characters other than '\"' and '\\' (RFC 6749 §3.3): '\(MSALError.oneLine(scope))'.")
             }
         }

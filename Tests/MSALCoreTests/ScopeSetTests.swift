@@ -38,11 +38,14 @@ struct ScopeSetTests {
         }
     }
 
-    @Test("A scope with whitespace is rejected; no scope at all is allowed")
+    @Test("An empty scope or one with whitespace is rejected; no scope at all is allowed")
     func emptyAndWhitespace() {
-        // An empty list is allowed (sign-in only / any cached token); blank entries are dropped.
+        // An empty list is allowed (sign-in only / any cached token); an empty or blank scope is not.
         #expect((try? ScopeSet.validatedRequest([]))?.isEmpty == true)
         #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["  "]) }
+        // An empty scope string is not an empty list (RFC 6749 §3.3: a scope token has a character).
+        #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest([""]) }
+        #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["User.Read", ""]) }
         #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["a b"]) }
         #expect((try? ScopeSet.validatedRequest(["email"]))?.joined == "email")
     }
@@ -90,8 +93,9 @@ struct ScopeSetFastPathTests {
         #expect(set == ScopeSet(scopes))
         #expect(set.scopes == ScopeSet(scopes).scopes)
         #expect(set.scopes.contains("Mail.Send") && !set.scopes.contains("mail.send"))
-        // Empty strings are dropped, as ScopeSet drops them.
-        #expect(try ScopeSet.validatedRequest(["", "a"]).scopes == ["a"])
+        // An empty string is no scope (RFC 6749 §3.3): refused in a request, dropped by ScopeSet.
+        #expect(throws: MSALError.internal(.invalidScope, "")) { try ScopeSet.validatedRequest(["", "a"]) }
+        #expect(ScopeSet(["", "a"]).scopes == ["a"])
     }
 
     @Test("Set operations agree with their definitions on generated sets (seeded)")

@@ -3,6 +3,8 @@ import MSAL
 import MSALCache
 import MSALCacheSQLite
 import MSALCore
+import MSALCacheEncryptedFile
+import Synchronization
 import MSALTestSupport
 import Testing
 
@@ -134,5 +136,45 @@ struct DeviceCodeSignInTests {
             #expect(tokens.count == 1, "round \(round)")
             #expect(fixture.provider.tokenRequests.count == before + 1, "round \(round)")
         }
+    }
+}
+
+/// A sign-in checks the cache it will write before it asks the user anything.
+@Suite("A sign-in with an unreadable cache")
+struct UnreadableCacheSignInTests {
+    @Test("A JSON file that is not a cache, or an encrypted file under another key, fails before the device code is shown")
+    func unreadableCacheFailsFirst() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let notACache = fixture.directory.path("cache.json")
+        try Data("this is not a cache".utf8).write(to: URL(fileURLWithPath: notACache))
+        let encrypted = fixture.directory.path("cache.bin")
+        let writer = try EncryptedFileTokenCacheStore(path: encrypted, keySource: .key(try EncryptedCacheKey.random()))
+        try writer.apply(TokenCacheChange(upserts: [.appMetadata(AppMetadataEntry(clientID: "another-app", environment: "login.example"))]))
+        let encryptedBytes = try Data(contentsOf: URL(fileURLWithPath: encrypted))
+
+        let stores: [any TokenCacheStore] = [
+            try JSONFileTokenCacheStore(path: notACache),
+            try EncryptedFileTokenCacheStore(path: encrypted, keySource: .key(try EncryptedCacheKey.random())),
+        ]
+        for store in stores {
+            var configuration = PublicClientApplicationConfiguration(
+                clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority, cacheStore: store)
+            configuration.clock = fixture.clock
+            let application = try PublicClientApplication(configuration: configuration)
+            let shown = Mutex(0)
+            let requestsBefore = fixture.provider.tokenRequests.count
+            await #expect(throws: MSALError.internal(.cacheError, "")) {
+                try await application.acquireToken(with: DeviceCodeParameters(scopes: ["api://demo/Files.Read"])) { _ in
+                    shown.withLock { $0 += 1 }
+                    throw CancellationError()  // had the code been shown, the user would give up
+                }
+            }
+            #expect(shown.withLock { $0 } == 0)  // the user was never asked
+            #expect(fixture.provider.tokenRequests.count == requestsBefore)
+        }
+        // Both files are as they were.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: notACache)) == Data("this is not a cache".utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: encrypted)) == encryptedBytes)
     }
 }
