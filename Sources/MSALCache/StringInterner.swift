@@ -38,12 +38,21 @@ struct StringInterner {
 
     /// ``intern(_:)-(CacheEntry)`` for an access token.
     mutating func intern(_ entry: AccessTokenEntry) -> AccessTokenEntry {
-        intern(entry, \.homeAccountID, \.environment, \.clientID, \.realm, \.target)
+        var entry = entry
+        entry.homeAccountID = intern(entry.homeAccountID)
+        entry.environment = intern(entry.environment)
+        entry.clientID = intern(entry.clientID)
+        entry.realm = intern(entry.realm)
+        entry.target = intern(entry.target)
+        return entry
     }
 
     /// ``intern(_:)-(CacheEntry)`` for a refresh token.
     mutating func intern(_ entry: RefreshTokenEntry) -> RefreshTokenEntry {
-        var entry = intern(entry, \.homeAccountID, \.environment, \.clientID)
+        var entry = entry
+        entry.homeAccountID = intern(entry.homeAccountID)
+        entry.environment = intern(entry.environment)
+        entry.clientID = intern(entry.clientID)
         entry.familyID = intern(entry.familyID)
         entry.target = intern(entry.target)
         return entry
@@ -51,25 +60,30 @@ struct StringInterner {
 
     /// ``intern(_:)-(CacheEntry)`` for an ID token.
     mutating func intern(_ entry: IDTokenEntry) -> IDTokenEntry {
-        intern(entry, \.homeAccountID, \.environment, \.clientID, \.realm)
+        var entry = entry
+        entry.homeAccountID = intern(entry.homeAccountID)
+        entry.environment = intern(entry.environment)
+        entry.clientID = intern(entry.clientID)
+        entry.realm = intern(entry.realm)
+        return entry
     }
 
     /// ``intern(_:)-(CacheEntry)`` for an account.
     mutating func intern(_ entry: AccountEntry) -> AccountEntry {
-        var entry = intern(entry, \.homeAccountID, \.environment, \.realm, \.authorityType)
+        var entry = entry
+        entry.homeAccountID = intern(entry.homeAccountID)
+        entry.environment = intern(entry.environment)
+        entry.realm = intern(entry.realm)
+        entry.authorityType = intern(entry.authorityType)
         entry.accountSource = intern(entry.accountSource)
         return entry
     }
 
     /// ``intern(_:)-(CacheEntry)`` for app metadata.
     mutating func intern(_ entry: AppMetadataEntry) -> AppMetadataEntry {
-        intern(entry, \.environment, \.clientID)
-    }
-
-    /// `entry` with each of `fields` replaced by its kept copy.
-    private mutating func intern<Entry>(_ entry: Entry, _ fields: WritableKeyPath<Entry, String>...) -> Entry {
         var entry = entry
-        for field in fields { entry[keyPath: field] = intern(entry[keyPath: field]) }
+        entry.environment = intern(entry.environment)
+        entry.clientID = intern(entry.clientID)
         return entry
     }
 }
