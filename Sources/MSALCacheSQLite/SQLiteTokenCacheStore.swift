@@ -503,9 +503,17 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// already has our schema takes no write lock.
     private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool) throws(MSALError) {
         let doing = "checking the token cache"
-        let mode = try connection.statement("PRAGMA journal_mode = WAL", doing: "switching the token cache to WAL")
-        _ = try mode.step()
-        mode.reset()
+        // The journal mode is kept in the file: once one connection has switched it to WAL, others
+        // only read it (switching needs the database to itself, which many processes opening a new
+        // file at once would otherwise all wait for).
+        let current = try connection.statement("PRAGMA journal_mode", doing: doing)
+        let isWAL = try current.step() && current.text(0).lowercased() == "wal"
+        current.reset()
+        if !isWAL {
+            let mode = try connection.statement("PRAGMA journal_mode = WAL", doing: "switching the token cache to WAL")
+            _ = try mode.step()
+            mode.reset()
+        }
         if hasSchema { return }
         try connection.transaction(immediate: true, doing: "creating the token cache schema") { () throws(MSALError) in
             if try checkOwnership(connection, doing: doing) { return }

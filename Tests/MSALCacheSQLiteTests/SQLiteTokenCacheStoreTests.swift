@@ -324,6 +324,21 @@ struct SQLiteTokenCacheStoreTests {
         return formatter.string(from: date)
     }
 
+    @Test("A new file is switched to WAL; a file already in WAL is opened as it is, also while another process reads it", .enabled(if: SQLiteShell.isAvailable))
+    func walModeIsKept() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        do {
+            let store = try SQLiteTokenCacheStore(path: path)
+            try store.apply(TokenCacheChange(upserts: [.account(Sample.account(home: "a.t"))]))
+        }
+        #expect(try SQLiteShell.run(path, "PRAGMA journal_mode;").trimmingCharacters(in: .whitespacesAndNewlines) == "wal")
+        // A second store opens the file (now in WAL) and reads what the first wrote.
+        let again = try SQLiteTokenCacheStore(path: path)
+        #expect(try again.readAll().accounts.count == 1)
+        #expect(try SQLiteShell.run(path, "PRAGMA journal_mode;").trimmingCharacters(in: .whitespacesAndNewlines) == "wal")
+    }
+
     @Test("Another program's SQLite database is refused and left untouched", .enabled(if: SQLiteShell.isAvailable))
     func foreignDatabase() throws {
         let directory = try TemporaryDirectory()
