@@ -628,8 +628,10 @@ public final class PublicClientApplication: Sendable {
             for entry in entries where !hasRefreshToken && !hasIDToken {
                 hasIDToken = try cache.idToken(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID) != nil
             }
-            guard hasRefreshToken || hasIDToken else { continue }
-            accounts.append(try makeAccount(entries))
+            // Assembled once per cache state and kept, as for a cache hit.
+            guard hasRefreshToken || hasIDToken,
+                  let assembled = try account(homeAccountID: first.homeAccountID, environment: first.environment) else { continue }
+            accounts.append(assembled)
         }
         return accounts.sorted { ($0.username ?? "", $0.identifier) < ($1.username ?? "", $1.identifier) }
     }
@@ -712,15 +714,6 @@ public final class PublicClientApplication: Sendable {
     /// split once per distinct target (an app has few) and kept.
     func sortedScopes(ofTarget target: String) -> [String] {
         targetScopes.value(for: target) { ScopeSet.sortedScopes(spaceDelimited: target) }
-    }
-
-    private func makeAccount(_ entries: [AccountEntry]) throws(MSALError) -> Account {
-        var profiles: [(account: AccountEntry, idToken: IDTokenEntry?)] = []
-        for entry in entries {
-            profiles.append((entry, try cache.idToken(
-                homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: configuration.clientID)))
-        }
-        return makeAccount(profiles)
     }
 
     /// The account of one home account's tenant profiles (account entries with their ID tokens).

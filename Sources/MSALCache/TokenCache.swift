@@ -99,8 +99,7 @@ public final class TokenCache: Sendable {
         homeAccountID: String, environment: String, clientID: String, familyID: String = "1"
     ) throws(MSALError) -> [RefreshTokenEntry] {
         try withIndex { index in
-            let metadata = (index.appMetadata[ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)] ?? [])
-                .sorted().lazy.compactMap { index.contents.appMetadata[$0] }.first
+            let metadata = index.appMetadataEntry(clientID: clientID, environment: environment)
             var candidates: [(key: String, entry: RefreshTokenEntry)] = []
             if metadata == nil || metadata?.familyID == familyID, let family = index.newestFirstKeyed(
                 index.refreshTokensByFamily[ClientID(homeAccountID: homeAccountID, environment: environment, clientOrFamilyID: familyID)] ?? []).first {
@@ -177,10 +176,7 @@ public final class TokenCache: Sendable {
     /// - Returns: the entry, or `nil`.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     public func appMetadata(clientID: String, environment: String) throws(MSALError) -> AppMetadataEntry? {
-        try withIndex { index in
-            let id = ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)
-            return (index.appMetadata[id] ?? []).sorted().lazy.compactMap { index.contents.appMetadata[$0] }.first
-        }
+        try withIndex { index in index.appMetadataEntry(clientID: clientID, environment: environment) }
     }
 
     /// A value computed from the cache's entries (such as an account assembled from its tenant
@@ -311,7 +307,8 @@ public final class TokenCache: Sendable {
                 for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
                     guard let old = index.contents.accounts[key],
                           old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
-                    if replacedSource == nil || key == newKey { replacedSource = old.accountSource ?? replacedSource }
+                    // The entry under the new key first, else any entry it replaces.
+                    if key == newKey || replacedSource == nil, let source = old.accountSource { replacedSource = source }
                     if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
                 }
                 if account.accountSource == nil { account.accountSource = replacedSource }
@@ -650,6 +647,13 @@ struct CacheIndex: Sendable {
         }
         guard let best else { return nil }
         return bestEntry ?? contents.accessTokens[best.key]
+    }
+
+    /// The app metadata of a client ID in an environment; when several are stored (under other
+    /// MSALs' keys), the one with the smallest stored key.
+    func appMetadataEntry(clientID: String, environment: String) -> AppMetadataEntry? {
+        let id = ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)
+        return (appMetadata[id] ?? []).sorted().lazy.compactMap { contents.appMetadata[$0] }.first
     }
 
     /// The ID token of `id`; when several are stored (under other MSALs' keys), the one with the

@@ -498,7 +498,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             + padded(parts.tm_hour, 2) + padded(parts.tm_min, 2) + padded(parts.tm_sec, 2) + "Z"
     }
 
-    /// Switches to WAL and, on an empty database, creates the schema (in a `BEGIN IMMEDIATE`
+    /// Switches to WAL (unless the file already is) and, on an empty database, creates the schema (in a `BEGIN IMMEDIATE`
     /// transaction that checks again, since another process may be creating it too). A database that
     /// already has our schema takes no write lock.
     private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool) throws(MSALError) {
