@@ -77,30 +77,122 @@ extension RedactedCredentialEntry {
 /// `extended_expires_on`, `refresh_on`; times as epoch-second strings).
 public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable,
     RedactedCredentialEntry {
+    /// The fields, in one allocation: a cache holds many access tokens (one per account, tenant and
+    /// scope set), and an entry that is one reference takes a quarter of the room in a dictionary's
+    /// table and is copied with one retain instead of one per string. Copied on write.
+    private final class Storage: @unchecked Sendable {
+        // @unchecked: the fields change only through `AccessTokenEntry`'s setters, on a storage no
+        // other entry references (`isKnownUniquelyReferenced`), so no two threads ever see one change.
+        var homeAccountID: String
+        var environment: String
+        var clientID: String
+        var realm: String
+        var target: String
+        var secret: String
+        var tokenType: String
+        var cachedAt: Date
+        var expiresOn: Date
+        var extendedExpiresOn: Date?
+        var refreshOn: Date?
+        var additionalFields: [String: JSONValue]
+
+        init(
+            homeAccountID: String, environment: String, clientID: String, realm: String, target: String, secret: String,
+            tokenType: String, cachedAt: Date, expiresOn: Date, extendedExpiresOn: Date?, refreshOn: Date?,
+            additionalFields: [String: JSONValue]
+        ) {
+            self.homeAccountID = homeAccountID
+            self.environment = environment
+            self.clientID = clientID
+            self.realm = realm
+            self.target = target
+            self.secret = secret
+            self.tokenType = tokenType
+            self.cachedAt = cachedAt
+            self.expiresOn = expiresOn
+            self.extendedExpiresOn = extendedExpiresOn
+            self.refreshOn = refreshOn
+            self.additionalFields = additionalFields
+        }
+
+        func copy() -> Storage {
+            Storage(
+                homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm, target: target,
+                secret: secret, tokenType: tokenType, cachedAt: cachedAt, expiresOn: expiresOn,
+                extendedExpiresOn: extendedExpiresOn, refreshOn: refreshOn, additionalFields: additionalFields)
+        }
+    }
+
+    private var storage: Storage
+
+    /// The storage, copied first when another entry shares it.
+    private var uniqueStorage: Storage {
+        mutating get {
+            if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+            return storage
+        }
+    }
+
     /// The home account ID (`<uid>.<utid>` for Entra ID, the `sub` for OpenID Connect providers).
-    public var homeAccountID: String
+    public var homeAccountID: String {
+        get { storage.homeAccountID }
+        set { uniqueStorage.homeAccountID = newValue }
+    }
     /// The host (with `:port` if any) of the authority that issued the token.
-    public var environment: String
+    public var environment: String {
+        get { storage.environment }
+        set { uniqueStorage.environment = newValue }
+    }
     /// The application's client ID.
-    public var clientID: String
+    public var clientID: String {
+        get { storage.clientID }
+        set { uniqueStorage.clientID = newValue }
+    }
     /// The tenant ID the token was issued in (for OpenID Connect providers, as the facade sets it).
-    public var realm: String
+    public var realm: String {
+        get { storage.realm }
+        set { uniqueStorage.realm = newValue }
+    }
     /// The granted scopes, space-joined, in their original case (RFC 6749 §3.3).
-    public var target: String
+    public var target: String {
+        get { storage.target }
+        set { uniqueStorage.target = newValue }
+    }
     /// The access token itself. Never logged nor shown in ``description``.
-    public var secret: String
+    public var secret: String {
+        get { storage.secret }
+        set { uniqueStorage.secret = newValue }
+    }
     /// The token type, `Bearer` unless the server said otherwise (RFC 6749 §7.1).
-    public var tokenType: String
+    public var tokenType: String {
+        get { storage.tokenType }
+        set { uniqueStorage.tokenType = newValue }
+    }
     /// When the token was cached (an absolute instant; stored as epoch seconds, UTC).
-    public var cachedAt: Date
+    public var cachedAt: Date {
+        get { storage.cachedAt }
+        set { uniqueStorage.cachedAt = newValue }
+    }
     /// When the token expires (stored as epoch seconds).
-    public var expiresOn: Date
+    public var expiresOn: Date {
+        get { storage.expiresOn }
+        set { uniqueStorage.expiresOn = newValue }
+    }
     /// Entra ID's extended expiry (`ext_expires_in`), if the server sent one.
-    public var extendedExpiresOn: Date?
+    public var extendedExpiresOn: Date? {
+        get { storage.extendedExpiresOn }
+        set { uniqueStorage.extendedExpiresOn = newValue }
+    }
     /// When a proactive refresh should start (Entra ID's `refresh_in`), if the server sent one.
-    public var refreshOn: Date?
+    public var refreshOn: Date? {
+        get { storage.refreshOn }
+        set { uniqueStorage.refreshOn = newValue }
+    }
     /// Fields of the JSON entry this version does not model, kept so writing the entry back loses nothing.
-    public var additionalFields: [String: JSONValue]
+    public var additionalFields: [String: JSONValue] {
+        get { storage.additionalFields }
+        set { uniqueStorage.additionalFields = newValue }
+    }
 
     /// Creates an access token entry. Dates are absolute instants; they are stored as whole epoch seconds.
     public init(
@@ -117,18 +209,40 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
         refreshOn: Date? = nil,
         additionalFields: [String: JSONValue] = [:]
     ) {
-        self.homeAccountID = homeAccountID
-        self.environment = environment
-        self.clientID = clientID
-        self.realm = realm
-        self.target = target
-        self.secret = secret
-        self.tokenType = tokenType
-        self.cachedAt = cachedAt
-        self.expiresOn = expiresOn
-        self.extendedExpiresOn = extendedExpiresOn
-        self.refreshOn = refreshOn
-        self.additionalFields = additionalFields
+        storage = Storage(
+            homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm, target: target,
+            secret: secret, tokenType: tokenType, cachedAt: cachedAt, expiresOn: expiresOn,
+            extendedExpiresOn: extendedExpiresOn, refreshOn: refreshOn, additionalFields: additionalFields)
+    }
+
+    /// Whether `other` is a copy of this entry that shares its storage (then they are equal).
+    func sharesStorage(with other: AccessTokenEntry) -> Bool { storage === other.storage }
+
+    /// Whether every field is equal (the same storage is equal without comparing).
+    public static func == (lhs: AccessTokenEntry, rhs: AccessTokenEntry) -> Bool {
+        let l = lhs.storage, r = rhs.storage
+        if l === r { return true }
+        return l.homeAccountID == r.homeAccountID && l.environment == r.environment && l.clientID == r.clientID
+            && l.realm == r.realm && l.target == r.target && l.secret == r.secret && l.tokenType == r.tokenType
+            && l.cachedAt == r.cachedAt && l.expiresOn == r.expiresOn && l.extendedExpiresOn == r.extendedExpiresOn
+            && l.refreshOn == r.refreshOn && l.additionalFields == r.additionalFields
+    }
+
+    /// Hashes every field (equal entries hash alike).
+    public func hash(into hasher: inout Hasher) {
+        let s = storage
+        hasher.combine(s.homeAccountID)
+        hasher.combine(s.environment)
+        hasher.combine(s.clientID)
+        hasher.combine(s.realm)
+        hasher.combine(s.target)
+        hasher.combine(s.secret)
+        hasher.combine(s.tokenType)
+        hasher.combine(s.cachedAt)
+        hasher.combine(s.expiresOn)
+        hasher.combine(s.extendedExpiresOn)
+        hasher.combine(s.refreshOn)
+        hasher.combine(s.additionalFields)
     }
 
     /// The scopes of ``target``, compared case-insensitively.

@@ -340,12 +340,12 @@ public final class TokenCache: Sendable {
     public func removeAccount(homeAccountID: String, environment: String, clientID: String) throws(MSALError) {
         try withState { state throws(MSALError) in
             guard let index = state.index else { return }
-            let refs = index.byHomeEnvironment[HomeEnvironment(homeAccountID: homeAccountID, environment: environment)] ?? []
+            let home = index.byHomeEnvironment[HomeEnvironment(homeAccountID: homeAccountID, environment: environment)] ?? HomeEntries()
             let client = clientID.lowercased()
             var removals: [CacheEntryRemoval] = []
             var accountRemovals: [CacheEntryRemoval] = []
             var otherClientsRemain = false
-            for ref in refs {
+            for ref in home.others {
                 guard let entry = index.contents.entry(kind: ref.kind, key: ref.key) else { continue }
                 if ref.kind == .account {
                     accountRemovals.append(ref)
@@ -353,6 +353,15 @@ public final class TokenCache: Sendable {
                     removals.append(ref)
                 } else {
                     otherClientsRemain = true
+                }
+            }
+            for id in home.partitions {
+                for token in index.accessTokens[id]?.tokens ?? [] {
+                    if token.entry.clientID.lowercased() == client {
+                        removals.append(CacheEntryRemoval(kind: .accessToken, key: token.key))
+                    } else {
+                        otherClientsRemain = true
+                    }
                 }
             }
             if !otherClientsRemain { removals += accountRemovals }
@@ -485,6 +494,15 @@ struct ClientID: Hashable {
     }
 }
 
+/// What the index holds for one (home account, environment): the stored keys of its refresh tokens,
+/// ID tokens and accounts, and its access token partitions (their tokens are found there).
+struct HomeEntries: Sendable {
+    var others: Set<CacheEntryRemoval> = []
+    var partitions: Set<CredentialID> = []
+
+    var isEmpty: Bool { others.isEmpty && partitions.isEmpty }
+}
+
 /// (home account ID, environment), lowercased.
 struct HomeEnvironment: Hashable {
     let homeAccountID: String, environment: String
@@ -509,7 +527,7 @@ struct CacheIndex: Sendable {
     /// Keyed with an empty home account ID.
     private(set) var appMetadata: [ClientID: Set<String>] = [:]
     /// Credentials and accounts of each (home account, environment).
-    private(set) var byHomeEnvironment: [HomeEnvironment: Set<CacheEntryRemoval>] = [:]
+    private(set) var byHomeEnvironment: [HomeEnvironment: HomeEntries] = [:]
 
     init(_ contents: TokenCacheContents) {
         self.contents = contents
@@ -545,7 +563,7 @@ struct CacheIndex: Sendable {
             guard old.homeAccountID == new.homeAccountID, old.environment == new.environment, old.realm == new.realm,
                   old.clientID == new.clientID, old.target == new.target else { return false }
             contents.accessTokens.values[slot] = new
-            if old.expiresOn != new.expiresOn { accessTokens[CredentialID(new)]?.updateExpiry(key: key, expiresOn: new.expiresOn) }
+            accessTokens[CredentialID(new)]?.replace(old, by: new, storedKey: key)
         case .refreshToken(let new):
             guard let slot = contents.refreshTokens.index(forKey: key) else { return false }
             let old = contents.refreshTokens.values[slot]
@@ -577,8 +595,14 @@ struct CacheIndex: Sendable {
         switch entry {
         case .accessToken(let value):
             let id = CredentialID(value)
-            accessTokens[id]?.remove(key: key)
-            if accessTokens[id]?.isEmpty == true { accessTokens[id] = nil }
+            accessTokens[id]?.remove(value, storedKey: key)
+            if accessTokens[id]?.isEmpty == true {
+                accessTokens[id] = nil
+                let home = HomeEnvironment(homeAccountID: value.homeAccountID, environment: value.environment)
+                byHomeEnvironment[home]?.partitions.remove(id)
+                if byHomeEnvironment[home]?.isEmpty == true { byHomeEnvironment[home] = nil }
+            }
+            return
         case .idToken(let value): idTokens.removeMember(key, at: CredentialID(value))
         case .refreshToken(let value):
             refreshTokensByClient.removeMember(key, at: ClientID(
@@ -592,17 +616,23 @@ struct CacheIndex: Sendable {
             appMetadata.removeMember(key, at: ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID))
         }
         if case .appMetadata = entry { return }
-        byHomeEnvironment.removeMember(
-            CacheEntryRemoval(kind: kind, key: key),
-            at: HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment))
+        let home = HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment)
+        guard byHomeEnvironment[home]?.others.remove(CacheEntryRemoval(kind: kind, key: key)) != nil else { return }
+        if byHomeEnvironment[home]?.isEmpty == true { byHomeEnvironment[home] = nil }
     }
 
     private mutating func addToIndex(_ entry: CacheEntry, storedKey key: String) {
         switch entry {
         case .accessToken(let value):
             let scopes = scopeTable.intern(value.scopes)
-            accessTokens[CredentialID(value), default: AccessTokenPartition()].insert(
-                AccessTokenPartition.Token(key: key, scopes: scopes, expiresOn: value.expiresOn))
+            let id = CredentialID(value)
+            if accessTokens[id] == nil {
+                byHomeEnvironment[HomeEnvironment(homeAccountID: value.homeAccountID, environment: value.environment), default: HomeEntries()]
+                    .partitions.insert(id)
+            }
+            accessTokens[id, default: AccessTokenPartition()].insert(
+                AccessTokenPartition.Token(key: key, scopes: scopes, expiresOn: value.expiresOn, entry: value))
+            return
         case .idToken(let value): idTokens[CredentialID(value), default: []].insert(key)
         case .refreshToken(let value):
             refreshTokensByClient[ClientID(
@@ -616,8 +646,8 @@ struct CacheIndex: Sendable {
             appMetadata[ClientID(homeAccountID: "", environment: value.environment, clientOrFamilyID: value.clientID), default: []].insert(key)
             return
         }
-        byHomeEnvironment[HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment), default: []]
-            .insert(CacheEntryRemoval(kind: entry.kind, key: key))
+        byHomeEnvironment[HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment), default: HomeEntries()]
+            .others.insert(CacheEntryRemoval(kind: entry.kind, key: key))
     }
 
     /// The access token of `id` whose scopes include every scope of `scopes` and that expires last
@@ -626,27 +656,17 @@ struct CacheIndex: Sendable {
         guard let partition = accessTokens[id] else { return nil }
         guard let wanted = scopeTable.ids(of: scopes) else { return nil }  // a scope no token holds
         var best: AccessTokenPartition.Token?
-        var bestEntry: AccessTokenEntry?
         partition.forEachToken(including: wanted) { token in
             guard let current = best else {
                 best = token
                 return
             }
-            if token.expiresOn > current.expiresOn {
+            // On a tie (rare), the entries' own keys decide, as the lookup always has.
+            if token.expiresOn > current.expiresOn || (token.expiresOn == current.expiresOn && token.entry.key < current.entry.key) {
                 best = token
-                bestEntry = nil
-            } else if token.expiresOn == current.expiresOn {
-                // Rare: compare the entries' own keys, as the lookup always has.
-                guard let candidate = contents.accessTokens[token.key] else { return }
-                if bestEntry == nil { bestEntry = contents.accessTokens[current.key] }
-                if let held = bestEntry, candidate.key < held.key {
-                    best = token
-                    bestEntry = candidate
-                }
             }
         }
-        guard let best else { return nil }
-        return bestEntry ?? contents.accessTokens[best.key]
+        return best?.entry
     }
 
     /// The app metadata of a client ID in an environment; when several are stored (under other
@@ -743,6 +763,9 @@ extension AccountEntry {
 /// integers instead of parsing each token's `target`. Numbers are never reused while the index lives.
 struct ScopeTable: Sendable {
     private var numbers: [String: Int32] = [:]
+    /// Each distinct sorted array of numbers, kept once: the tokens of many accounts share a few
+    /// scope sets, and a shared array is one allocation that stays in the processor's cache.
+    private var sets: Set<[Int32]> = []
 
     /// The sorted numbers of `scopes`, numbering the scopes not seen before.
     mutating func intern(_ scopes: ScopeSet) -> [Int32] {
@@ -758,6 +781,8 @@ struct ScopeTable: Sendable {
             }
         }
         ids.sort()
+        if let shared = sets.firstIndex(of: ids) { return sets[shared] }
+        sets.insert(ids)
         return ids
     }
 
@@ -780,73 +805,112 @@ struct ScopeTable: Sendable {
 }
 
 /// The access tokens of one (home account ID, environment, realm, client ID): each token's stored
-/// key, scope numbers (see ``ScopeTable``) and expiry. A partition of many tokens (an app that asks
-/// for many scope sets) also maps each scope to the tokens that hold it, so a lookup reads only
-/// those; a small one is scanned.
+/// key, scope numbers (see ``ScopeTable``), expiry and entry, side by side in one array. A partition
+/// of many tokens (an app that asks for many scope sets) also maps each scope to the tokens that
+/// hold it, so a lookup reads only those; a small one is scanned.
 struct AccessTokenPartition: Sendable {
     struct Token: Sendable {
         let key: String
-        /// Sorted, without duplicates.
+        /// Sorted, without duplicates; shared by every token with the same scopes (``ScopeTable``).
         let scopes: [Int32]
         let expiresOn: Date
+        /// The entry, as the index's contents hold it under ``key`` (one reference: see ``AccessTokenEntry``).
+        let entry: AccessTokenEntry
     }
 
-    /// Above this many tokens, lookups go through ``holders``.
+    /// What a partition above ``AccessTokenPartition/scanLimit`` tokens adds, to find tokens without scanning.
+    private struct Lookup: Sendable {
+        /// Stored key → position in ``AccessTokenPartition/tokens``.
+        var positions: [String: Int] = [:]
+        /// Scope number → stored keys of the tokens with that scope.
+        var holders: [Int32: Set<String>] = [:]
+    }
+
+    /// Above this many tokens, lookups go through ``lookup``.
     static let scanLimit = 32
 
-    private var tokens: [String: Token] = [:]
-    /// Scope number → stored keys of the tokens with that scope; only for partitions above ``scanLimit``.
-    private var holders: [Int32: Set<String>]?
+    private(set) var tokens: [Token] = []
+    private var lookup: Lookup?
 
     var isEmpty: Bool { tokens.isEmpty }
 
+    /// Adds `token`, or replaces the token stored under its key.
     mutating func insert(_ token: Token) {
-        if let old = tokens.updateValue(token, forKey: token.key) { unlinkHolders(old) }
-        if holders != nil {
+        if let position = position(ofKey: token.key, entry: nil) {
+            unlinkHolders(tokens[position])
+            tokens[position] = token
+            linkHolders(token)
+            return
+        }
+        tokens.append(token)
+        if lookup != nil {
+            lookup?.positions[token.key] = tokens.count - 1
             linkHolders(token)
         } else if tokens.count > Self.scanLimit {
-            holders = [:]
-            for token in tokens.values { linkHolders(token) }
+            var built = Lookup()
+            for (position, token) in tokens.enumerated() {
+                built.positions[token.key] = position
+                for scope in token.scopes { built.holders[scope, default: []].insert(token.key) }
+            }
+            lookup = built
         }
     }
 
-    /// Sets the expiry of the token stored under `key`, if there is one.
-    mutating func updateExpiry(key: String, expiresOn: Date) {
-        guard let slot = tokens.index(forKey: key) else { return }
-        let old = tokens.values[slot]
-        tokens.values[slot] = Token(key: old.key, scopes: old.scopes, expiresOn: expiresOn)
+    /// Replaces the entry `old`, stored under `key`, by `new` (same scopes), with its expiry.
+    mutating func replace(_ old: AccessTokenEntry, by new: AccessTokenEntry, storedKey key: String) {
+        guard let position = position(ofKey: key, entry: old) else { return }
+        let token = tokens[position]
+        tokens[position] = Token(key: token.key, scopes: token.scopes, expiresOn: new.expiresOn, entry: new)
     }
 
-    mutating func remove(key: String) {
-        guard let old = tokens.removeValue(forKey: key) else { return }
-        unlinkHolders(old)
+    /// Removes the token of `entry`, stored under `key`.
+    mutating func remove(_ entry: AccessTokenEntry, storedKey key: String) {
+        guard let position = position(ofKey: key, entry: entry) else { return }
+        let removed = tokens[position]
+        unlinkHolders(removed)
+        lookup?.positions[removed.key] = nil
+        let last = tokens.count - 1
+        if position != last {
+            tokens[position] = tokens[last]
+            lookup?.positions[tokens[position].key] = position
+        }
+        tokens.removeLast()
     }
 
     /// Calls `body` with every token whose scopes include all of `wanted` (sorted numbers).
     func forEachToken(including wanted: [Int32], _ body: (Token) -> Void) {
-        if let holders, let first = wanted.min(by: { (holders[$0]?.count ?? 0) < (holders[$1]?.count ?? 0) }) {
-            for key in holders[first] ?? [] {
-                if let token = tokens[key], token.scopes.includesSorted(wanted) { body(token) }
+        if let lookup, let first = wanted.min(by: { (lookup.holders[$0]?.count ?? 0) < (lookup.holders[$1]?.count ?? 0) }) {
+            for key in lookup.holders[first] ?? [] {
+                if let position = lookup.positions[key], tokens[position].scopes.includesSorted(wanted) { body(tokens[position]) }
             }
             return
         }
-        for token in tokens.values where token.scopes.includesSorted(wanted) { body(token) }
+        for token in tokens where token.scopes.includesSorted(wanted) { body(token) }
     }
 
     /// The stored keys of the tokens for which `predicate` holds.
     func keys(where predicate: (Token) -> Bool) -> [String] {
-        tokens.values.filter(predicate).map(\.key)
+        tokens.filter(predicate).map(\.key)
+    }
+
+    /// The position of the token stored under `key`. `entry`, when given, is the token's entry as the
+    /// index's contents hold it: the same storage is found without comparing keys.
+    private func position(ofKey key: String, entry: AccessTokenEntry?) -> Int? {
+        if let lookup { return lookup.positions[key] }
+        if let entry, let position = tokens.firstIndex(where: { $0.entry.sharesStorage(with: entry) }) { return position }
+        return tokens.firstIndex { $0.key == key }
     }
 
     private mutating func linkHolders(_ token: Token) {
-        for scope in token.scopes { holders?[scope, default: []].insert(token.key) }
+        guard lookup != nil else { return }
+        for scope in token.scopes { lookup?.holders[scope, default: []].insert(token.key) }
     }
 
     private mutating func unlinkHolders(_ token: Token) {
-        guard holders != nil else { return }
+        guard lookup != nil else { return }
         for scope in token.scopes {
-            holders?[scope]?.remove(token.key)
-            if holders?[scope]?.isEmpty == true { holders?[scope] = nil }
+            lookup?.holders[scope]?.remove(token.key)
+            if lookup?.holders[scope]?.isEmpty == true { lookup?.holders[scope] = nil }
         }
     }
 }

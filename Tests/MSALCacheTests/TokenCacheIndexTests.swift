@@ -59,6 +59,72 @@ struct TokenCacheIndexTests {
             == Self.expected(contents, realm: Sample.tenant, scopes: [])?.secret)
     }
 
+    @Test("Tokens saved again under their keys, and removed, in a small and a large partition: the kept index answers as a fresh one and as a scan", arguments: [6, 50])
+    func replaceAndRemove(count: Int) throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        func token(_ k: Int, secret: String, expiresIn: TimeInterval) -> AccessTokenEntry {
+            Sample.accessToken(target: "https://r\(k).example/A https://r\(k).example/B", secret: secret, expiresIn: expiresIn)
+        }
+        func save(_ entry: AccessTokenEntry) throws {
+            try cache.save(accessToken: entry, refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        }
+        for k in 0..<count { try save(token(k, secret: "AT-\(k)", expiresIn: TimeInterval(3600 + k))) }
+        // Each token's scopes are its own (saving a token removes those that share a scope with it).
+        // A refresh writes a new token under the same key: the even ones, now expiring in reverse order.
+        for k in stride(from: 0, to: count, by: 2) { try save(token(k, secret: "AT-\(k)-new", expiresIn: TimeInterval(9000 - k))) }
+        let removed = Array(stride(from: 1, to: count, by: 3))
+        try cache.remove(removed.map { CacheEntryRemoval(kind: .accessToken, key: token($0, secret: "", expiresIn: 0).key) })
+
+        let contents = try store.readAll()
+        #expect(contents.accessTokens.count == count - removed.count)
+        #expect(contents.accessTokens.values.filter { $0.secret.hasSuffix("-new") }.count
+            == (0..<count).filter { $0 % 2 == 0 && !removed.contains($0) }.count)
+        let fresh = TokenCache(store: store)
+        for k in 0..<count {
+            for request: ScopeSet in [["https://r\(k).example/A"], ["https://r\(k).example/B"], ["https://r\(k).example/A", "https://r\(k).example/B"], []] {
+                let want = Self.expected(contents, realm: Sample.tenant, scopes: request)
+                for lookup in [cache, fresh] {
+                    let got = try lookup.accessToken(
+                        homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant,
+                        clientID: Sample.clientID, scopes: request)
+                    #expect(got?.secret == want?.secret, "\(request)")
+                    #expect(got?.expiresOn == want?.expiresOn)
+                }
+            }
+            let expected = removed.contains(k) ? nil : k % 2 == 0 ? "AT-\(k)-new" : "AT-\(k)"
+            #expect(try cache.accessToken(
+                homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant,
+                clientID: Sample.clientID, scopes: ["https://r\(k).example/A"])?.secret == expected)
+        }
+        // Removing the account's tokens empties the partition; a token saved then is found alone.
+        try cache.removeAccount(homeAccountID: Sample.home, environment: Sample.environment, clientID: Sample.clientID)
+        #expect(try store.readAll().accessTokens.isEmpty)
+        #expect(try cache.accessToken(homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant, clientID: Sample.clientID, scopes: []) == nil)
+        try save(token(0, secret: "AT-after", expiresIn: 60))
+        #expect(try cache.accessToken(homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant, clientID: Sample.clientID, scopes: [])?.secret == "AT-after")
+    }
+
+    @Test("An access token entry is a value: a changed copy leaves the original as it was; equal fields are equal and hash alike")
+    func accessTokenEntryIsAValue() {
+        let original = Sample.accessToken(target: "User.Read", secret: "AT-1")
+        var copy = original
+        copy.secret = "AT-2"
+        copy.expiresOn = original.expiresOn.addingTimeInterval(60)
+        copy.additionalFields["kid"] = .string("k1")
+        #expect(original.secret == "AT-1" && copy.secret == "AT-2")
+        #expect(original.additionalFields.isEmpty && copy.expiresOn != original.expiresOn)
+        #expect(original != copy)
+        let twin = Sample.accessToken(target: "User.Read", secret: "AT-1")  // built apart: its own storage
+        #expect(twin == original && twin.hashValue == original.hashValue)
+        #expect(Set([original, twin, copy]).count == 2)
+        var changedBack = copy
+        changedBack.secret = "AT-1"
+        changedBack.expiresOn = original.expiresOn
+        changedBack.additionalFields = [:]
+        #expect(changedBack == original && copy.secret == "AT-2")
+    }
+
     @Test("Of several matching tokens the one that expires last wins, then the smallest key")
     func tieBreak() throws {
         let store = InMemoryTokenCacheStore()
