@@ -655,18 +655,19 @@ struct CacheIndex: Sendable {
     func bestAccessToken(in id: CredentialID, including scopes: ScopeSet) -> AccessTokenEntry? {
         guard let partition = accessTokens[id] else { return nil }
         guard let wanted = scopeTable.ids(of: scopes) else { return nil }  // a scope no token holds
-        var best: AccessTokenPartition.Token?
-        partition.forEachToken(including: wanted) { token in
+        var best: Int?
+        partition.forEachPosition(including: wanted) { position, tokens in
             guard let current = best else {
-                best = token
+                best = position
                 return
             }
             // On a tie (rare), the entries' own keys decide, as the lookup always has.
-            if token.expiresOn > current.expiresOn || (token.expiresOn == current.expiresOn && token.entry.key < current.entry.key) {
-                best = token
+            let token = tokens[position], held = tokens[current]
+            if token.expiresOn > held.expiresOn || (token.expiresOn == held.expiresOn && token.entry.key < held.entry.key) {
+                best = position
             }
         }
-        return best?.entry
+        return best.map { partition.tokens[$0].entry }
     }
 
     /// The app metadata of a client ID in an environment; when several are stored (under other
@@ -877,15 +878,20 @@ struct AccessTokenPartition: Sendable {
         tokens.removeLast()
     }
 
-    /// Calls `body` with every token whose scopes include all of `wanted` (sorted numbers).
-    func forEachToken(including wanted: [Int32], _ body: (Token) -> Void) {
-        if let lookup, let first = wanted.min(by: { (lookup.holders[$0]?.count ?? 0) < (lookup.holders[$1]?.count ?? 0) }) {
-            for key in lookup.holders[first] ?? [] {
-                if let position = lookup.positions[key], tokens[position].scopes.includesSorted(wanted) { body(tokens[position]) }
+    /// Calls `body` with the position of every token whose scopes include all of `wanted` (sorted
+    /// numbers), and the tokens to read it in. Only the scopes of the tokens that do not match are
+    /// read: a token's key and entry are separate allocations, and at a large cache each one read is
+    /// a wait for memory.
+    func forEachPosition(including wanted: [Int32], _ body: (Int, UnsafeBufferPointer<Token>) -> Void) {
+        tokens.withUnsafeBufferPointer { tokens in
+            if let lookup, let first = wanted.min(by: { (lookup.holders[$0]?.count ?? 0) < (lookup.holders[$1]?.count ?? 0) }) {
+                for key in lookup.holders[first] ?? [] {
+                    if let position = lookup.positions[key], tokens[position].scopes.includesSorted(wanted) { body(position, tokens) }
+                }
+                return
             }
-            return
+            for position in tokens.indices where tokens[position].scopes.includesSorted(wanted) { body(position, tokens) }
         }
-        for token in tokens where token.scopes.includesSorted(wanted) { body(token) }
     }
 
     /// The stored keys of the tokens for which `predicate` holds.
