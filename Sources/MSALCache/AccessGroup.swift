@@ -87,6 +87,12 @@ public struct AccessGroupPartitionedJSON: Sendable {
         return try TokenCacheContents(msalJSONObject: document)
     }
 
+    /// The access groups the document holds: ``TokenCacheAccessGroup/default`` (its sections are the
+    /// document's top level, possibly empty) and every group of ``sectionName``, sorted.
+    public var accessGroups: [String] {
+        ([TokenCacheAccessGroup.default] + groups.keys.filter { $0 != TokenCacheAccessGroup.default }).sorted()
+    }
+
     /// Replaces the entries of `accessGroup` with `contents`; other groups and unknown sections stay.
     public mutating func replace(accessGroup: String, with contents: TokenCacheContents) {
         if accessGroup == TokenCacheAccessGroup.default {

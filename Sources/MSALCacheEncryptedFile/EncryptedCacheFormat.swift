@@ -28,8 +28,12 @@ public enum KDFInfo: Sendable, Hashable {
     }
 }
 
-/// The encrypted token cache file format (version 1): a pure codec from plaintext bytes to file
-/// bytes and back, with AES-256-GCM (OpenSSL EVP) and an authenticated, versioned header.
+/// The encrypted token cache file format: a pure codec from plaintext bytes to file bytes and back,
+/// with AES-256-GCM (OpenSSL EVP) and an authenticated, versioned header.
+///
+/// The format version says what the plaintext is: `1`, MSAL's unified JSON
+/// (``AccessGroupPartitionedJSON``); `2`, the binary layout of ``BinaryCacheDocument``. Both are
+/// read; version 2 is written.
 ///
 /// Byte layout (integers big-endian); the first 54 bytes, up to and including the nonce, are the
 /// header and are authenticated as GCM's additional data, so no header byte can be altered unnoticed:
@@ -37,7 +41,7 @@ public enum KDFInfo: Sendable, Hashable {
 /// | Offset | Size | Field |
 /// |-------:|-----:|-------|
 /// | 0      | 8    | magic `MSALENC1` (ASCII) |
-/// | 8      | 1    | format version, `1` |
+/// | 8      | 1    | format version, `1` or `2` (see above) |
 /// | 9      | 1    | KDF id: `0` raw key (key file, keyring), `1` scrypt |
 /// | 10     | 8    | scrypt N (`0` for KDF 0) |
 /// | 18     | 4    | scrypt r (`0` for KDF 0) |
@@ -51,8 +55,10 @@ public enum KDFInfo: Sendable, Hashable {
 public enum EncryptedCacheFormat {
     /// `MSALENC1`.
     public static let magic: [UInt8] = Array("MSALENC1".utf8)
-    /// The format version this code writes and reads.
-    public static let version: UInt8 = 1
+    /// The format version this code writes: `2`, a ``BinaryCacheDocument`` plaintext.
+    public static let version: UInt8 = 2
+    /// The format versions this code reads: `1` (MSAL JSON plaintext) and `2`.
+    public static let readableVersions: ClosedRange<UInt8> = 1 ... 2
     /// The header length: magic, version, KDF id, parameters, salt, nonce.
     public static let headerLength = 54
     /// The shortest valid file: a header and a tag (empty plaintext).
@@ -65,10 +71,16 @@ public enum EncryptedCacheFormat {
     /// Encrypts `plaintext` under `key` with a fresh random nonce.
     /// - Parameters:
     ///   - kdf: how `key` was obtained, recorded in the header so ``open(_:key:)`` can obtain it again.
+    ///   - version: the format version recorded in the header, which says what `plaintext` is
+    ///     (``readableVersions``); ``version`` unless told otherwise.
     /// - Returns: the file bytes; two seals of the same plaintext differ (the nonce does).
     /// - Throws: ``MSALError`` `.internal(.invalidParameter)` when `kdf` has a salt that is not 16
-    ///   bytes or invalid scrypt parameters; `.internal(.unexpected)` when OpenSSL fails.
-    public static func seal(_ plaintext: Data, key: EncryptedCacheKey, kdf: KDFInfo) throws(MSALError) -> Data {
+    ///   bytes or invalid scrypt parameters, or `version` is not one of ``readableVersions``;
+    ///   `.internal(.unexpected)` when OpenSSL fails.
+    public static func seal(_ plaintext: Data, key: EncryptedCacheKey, kdf: KDFInfo, version: UInt8 = version) throws(MSALError) -> Data {
+        guard readableVersions.contains(version) else {
+            throw .internal(.invalidParameter, "Encrypted cache format version \(version) does not exist; versions \(readableVersions.lowerBound)–\(readableVersions.upperBound) do.")
+        }
         var header = magic
         header.append(version)
         switch kdf {
@@ -90,17 +102,27 @@ public enum EncryptedCacheFormat {
         return Data(header + sealed.ciphertext + sealed.tag)
     }
 
+    /// Checks and decrypts an encrypted cache file, of any version in ``readableVersions``.
+    /// - Returns: the plaintext, only when the tag verifies; never unauthenticated bytes.
+    /// - Throws: as ``openVersioned(_:key:)``.
+    public static func open(_ file: Data, key: (KDFInfo) throws(MSALError) -> EncryptedCacheKey) throws(MSALError) -> Data {
+        try openVersioned(file, key: key).plaintext
+    }
+
     /// Checks and decrypts an encrypted cache file.
     /// - Parameters:
     ///   - key: given the file's KDF (a raw key, or scrypt with its parameters and salt), returns the
     ///     key; it may throw, e.g. when no passphrase is available. Called only for a well-formed header.
-    /// - Returns: the plaintext, only when the tag verifies; never unauthenticated bytes.
+    /// - Returns: the plaintext, only when the tag verifies, never unauthenticated bytes; and the
+    ///   file's format version, which says what the plaintext is.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` with a message saying which: the data is not
     ///   an encrypted cache (no `MSALENC1` magic), its format version is not supported, the file is
     ///   truncated (shorter than a header and a tag), the header is malformed (unknown KDF id, bad
     ///   scrypt parameters), or authentication failed (wrong key, or the file was altered or damaged);
     ///   and any error `key` throws.
-    public static func open(_ file: Data, key: (KDFInfo) throws(MSALError) -> EncryptedCacheKey) throws(MSALError) -> Data {
+    public static func openVersioned(
+        _ file: Data, key: (KDFInfo) throws(MSALError) -> EncryptedCacheKey
+    ) throws(MSALError) -> (plaintext: Data, version: UInt8) {
         let bytes = [UInt8](file)
         guard bytes.count >= magic.count else {
             if bytes.elementsEqual(magic.prefix(bytes.count)) {
@@ -111,8 +133,8 @@ public enum EncryptedCacheFormat {
         guard bytes.prefix(magic.count).elementsEqual(magic) else { throw notEncrypted }
         guard bytes.count > magic.count else { throw truncated(bytes.count) }
         let fileVersion = bytes[magic.count]
-        guard fileVersion == version else {
-            throw .internal(.cacheError, "The encrypted cache file has format version \(fileVersion); this swift-msal reads version \(version) only. Upgrade swift-msal, or delete the file to start over.")
+        guard readableVersions.contains(fileVersion) else {
+            throw .internal(.cacheError, "The encrypted cache file has format version \(fileVersion); this swift-msal reads versions \(readableVersions.lowerBound)–\(readableVersions.upperBound) only. Upgrade swift-msal, or delete the file to start over.")
         }
         guard bytes.count >= minimumLength else { throw truncated(bytes.count) }
         let kdf = try parseKDF(bytes)
@@ -122,7 +144,7 @@ public enum EncryptedCacheFormat {
         let tag = Array(bytes[(bytes.count - AESGCM.tagLength)...])
         let fileKey = try key(kdf)
         do {
-            return Data(try AESGCM.open(key: fileKey.bytes, nonce: nonce, ciphertext: ciphertext, aad: header, tag: tag))
+            return (Data(try AESGCM.open(key: fileKey.bytes, nonce: nonce, ciphertext: ciphertext, aad: header, tag: tag)), fileVersion)
         } catch where error.internalCode == .cacheError {
             throw .internal(.cacheError, "The encrypted cache file could not be decrypted: the key or passphrase is wrong, or the file was altered or damaged. Nothing was read from it.")
         }

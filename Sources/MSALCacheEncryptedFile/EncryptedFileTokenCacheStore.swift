@@ -159,8 +159,13 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             var (document, contents, kdf, key) = try decode(file.read())
             guard body(&contents) else { return AppliedChangeStamps(before: before, after: before) }
             if kdf == nil { (kdf, key) = try newFileKey() }
-            document.replace(accessGroup: accessGroup, with: contents)
-            try file.replace(with: EncryptedCacheFormat.seal(document.serialized(), key: key!, kdf: kdf!))
+            var binary: BinaryCacheDocument
+            switch document {
+            case .binary(let read): binary = read
+            case .json(let read): binary = try BinaryCacheDocument(converting: read)  // a version 1 file is rewritten as version 2
+            }
+            try binary.replace(accessGroup: accessGroup, with: contents)
+            try file.replace(with: EncryptedCacheFormat.seal(binary.serialized(), key: key!, kdf: kdf!))
             ownWrites.add(1, ordering: .acquiringAndReleasing)
             return AppliedChangeStamps(before: before, after: try changeStamp())
         }
@@ -168,16 +173,25 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
 
     // MARK: Helpers
 
+    /// A file's plaintext document, by format version.
+    private enum Document {
+        /// Version 1: MSAL JSON.
+        case json(AccessGroupPartitionedJSON)
+        /// Version 2.
+        case binary(BinaryCacheDocument)
+    }
+
     /// Decrypts and parses `data`.
     /// - Returns: the whole plaintext document, this group's contents and, for an existing file, its KDF and key.
     private func decode(
         _ data: Data?
-    ) throws(MSALError) -> (document: AccessGroupPartitionedJSON, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
-        guard let data else { return (try AccessGroupPartitionedJSON(data: nil), TokenCacheContents(), nil, nil) }
+    ) throws(MSALError) -> (document: Document, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
+        guard let data else { return (.binary(BinaryCacheDocument()), TokenCacheContents(), nil, nil) }
         var used: (KDFInfo, EncryptedCacheKey)?
         let plaintext: Data
+        let version: UInt8
         do {
-            plaintext = try EncryptedCacheFormat.open(data) { (kdf: KDFInfo) throws(MSALError) -> EncryptedCacheKey in
+            (plaintext, version) = try EncryptedCacheFormat.openVersioned(data) { (kdf: KDFInfo) throws(MSALError) -> EncryptedCacheKey in
                 let key = try self.key(for: kdf)
                 used = (kdf, key)
                 return key
@@ -188,12 +202,16 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                 "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched. Use the right key or passphrase, or delete the file to start over; users will sign in again.")
         }
         do {
-            let document = try AccessGroupPartitionedJSON(data: plaintext)
-            return (document, try document.contents(accessGroup: accessGroup), used?.0, used?.1)
+            if version == 1 {
+                let document = try AccessGroupPartitionedJSON(data: plaintext)
+                return (.json(document), try document.contents(accessGroup: accessGroup), used?.0, used?.1)
+            }
+            let document = try BinaryCacheDocument(data: plaintext)
+            return (.binary(document), try document.contents(accessGroup: accessGroup), used?.0, used?.1)
         } catch _ {
             throw .internal(
                 .cacheError,
-                "The encrypted token cache '\(path)' decrypted, but its content is not MSAL JSON, so swift-msal left it untouched. Delete the file if it is a damaged cache; users will sign in again.")
+                "The encrypted token cache '\(path)' decrypted, but its content is not a token cache of format version \(version), so swift-msal left it untouched. Delete the file if it is a damaged cache; users will sign in again.")
         }
     }
 

@@ -31,7 +31,11 @@ struct EncryptedCacheFormatTests {
         let file = try EncryptedCacheFormat.seal(plaintext, key: key, kdf: .rawKey)
         #expect(file.count == EncryptedCacheFormat.minimumLength + plaintext.count)
         #expect(Array(file.prefix(8)) == Array("MSALENC1".utf8))
-        #expect(file[8] == 1 && file[9] == 0)
+        #expect(file[8] == 2 && file[9] == 0)  // format version 2 is written unless told otherwise
+        let version1 = try EncryptedCacheFormat.seal(plaintext, key: key, kdf: .rawKey, version: 1)
+        #expect(version1[8] == 1)
+        #expect(try EncryptedCacheFormat.openVersioned(version1) { _ throws(MSALError) in key } == (plaintext, 1))
+        #expect(try EncryptedCacheFormat.openVersioned(file) { _ throws(MSALError) in key } == (plaintext, 2))
         var seen: KDFInfo?
         let opened = try EncryptedCacheFormat.open(file) { kdf throws(MSALError) in
             seen = kdf
@@ -123,9 +127,12 @@ struct EncryptedCacheFormatTests {
     func unsupportedVersion() throws {
         let key = try EncryptedCacheKey.random()
         var file = try EncryptedCacheFormat.seal(plaintext, key: key, kdf: .rawKey)
-        file[8] = 2
-        #expect(openError(file, key: key)?.message.contains("format version 2") == true)
-        #expect(openError(file.prefix(9), key: key)?.message.contains("format version 2") == true)
+        for version: UInt8 in [0, 3, 255] {
+            file[8] = version
+            #expect(openError(file, key: key)?.message.contains("format version \(version)") == true)
+            #expect(openError(file.prefix(9), key: key)?.message.contains("format version \(version)") == true)
+        }
+        #expect(throws: MSALError.self) { try EncryptedCacheFormat.seal(plaintext, key: key, kdf: .rawKey, version: 3) }
     }
 
     @Test("An unknown KDF or absurd scrypt parameters are refused before deriving")
