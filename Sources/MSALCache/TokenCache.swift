@@ -624,7 +624,7 @@ struct CacheIndex: Sendable {
     private mutating func addToIndex(_ entry: CacheEntry, storedKey key: String) {
         switch entry {
         case .accessToken(let value):
-            let scopes = scopeTable.intern(value.scopes)
+            let scopes = scopeTable.intern(target: value.target)
             let id = CredentialID(value)
             if accessTokens[id] == nil {
                 byHomeEnvironment[HomeEnvironment(homeAccountID: value.homeAccountID, environment: value.environment), default: HomeEntries()]
@@ -767,6 +767,18 @@ struct ScopeTable: Sendable {
     /// Each distinct sorted array of numbers, kept once: the tokens of many accounts share a few
     /// scope sets, and a shared array is one allocation that stays in the processor's cache.
     private var sets: Set<[Int32]> = []
+    /// The numbers of each `target` seen, as written: the tokens of many accounts share a few
+    /// targets, and hashing one is cheaper than splitting, lowercasing and sorting it again.
+    private var targets: [String: [Int32]] = [:]
+
+    /// The sorted numbers of the scopes of an access token's space-delimited `target`, numbering the
+    /// scopes not seen before.
+    mutating func intern(target: String) -> [Int32] {
+        if let known = targets[target] { return known }
+        let ids = intern(ScopeSet(spaceDelimited: target))
+        targets[target] = ids
+        return ids
+    }
 
     /// The sorted numbers of `scopes`, numbering the scopes not seen before.
     mutating func intern(_ scopes: ScopeSet) -> [Int32] {

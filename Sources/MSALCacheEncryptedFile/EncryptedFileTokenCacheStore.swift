@@ -10,9 +10,11 @@ import Musl
 import Darwin
 #endif
 
-/// A token cache store in one encrypted file: MSAL's unified JSON schema (as
-/// ``JSONFileTokenCacheStore`` writes it) sealed with ``EncryptedCacheFormat`` (AES-256-GCM,
-/// a fresh random nonce on every write, the header authenticated).
+/// A token cache store in one encrypted file: the entries of MSAL's unified schema in the binary
+/// layout of ``BinaryCacheDocument``, sealed with ``EncryptedCacheFormat`` (AES-256-GCM, a fresh
+/// random nonce on every write, the header authenticated). Files of format version 1 (MSAL JSON
+/// inside, as ``JSONFileTokenCacheStore`` writes it) are read, and rewritten as version 2 by their
+/// first change.
 ///
 /// - **Guarantees** (those of ``TokenCacheStore``), built on ``LockedFile`` exactly as
 ///   ``JSONFileTokenCacheStore``: every ``apply(_:)`` takes the exclusive lock on `<path>.lock`,
@@ -28,9 +30,9 @@ import Darwin
 ///   or a passphrase (scrypt, with the salt in the file header).
 /// - **Change detection.** ``changeStamp()`` hashes the file's inode, size and modification time
 ///   plus this store's own write count; it reads no content.
-/// - **Access groups.** One file holds every group, laid out inside the sealed JSON as
-///   ``AccessGroupPartitionedJSON`` describes; stores of different groups on one file never see each
-///   other's entries.
+/// - **Access groups.** One file holds every group, each in its own block of the
+///   ``BinaryCacheDocument`` (version 1: as ``AccessGroupPartitionedJSON`` describes); a store reads
+///   only its group's entries, and stores of different groups on one file never see each other's.
 ///
 /// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
 /// wrong and what to do; never a token or key.
@@ -116,7 +118,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     /// Reads, decrypts and parses the file (no lock needed: it is only ever replaced whole).
     /// - Returns: the contents; empty when the file is missing.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the file cannot be read or decrypted
-    ///   (wrong key or passphrase, altered, truncated) or is not MSAL JSON inside.
+    ///   (wrong key or passphrase, altered, truncated, a format version this code does not read) or
+    ///   its content is not a cache of its format version.
     public func readAll() throws(MSALError) -> TokenCacheContents {
         try decode(file.read()).contents
     }
