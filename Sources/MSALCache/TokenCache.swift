@@ -532,7 +532,7 @@ struct CacheIndex: Sendable {
     init(_ contents: TokenCacheContents) {
         self.contents = contents
         // Section by section, without an intermediate array of every entry.
-        for (key, entry) in contents.accessTokens { addToIndex(.accessToken(entry), storedKey: key) }
+        contents.accessTokens.forEachStored { key, entry in addAccessToken(entry, storedKey: key) }
         for (key, entry) in contents.refreshTokens { addToIndex(.refreshToken(entry), storedKey: key) }
         for (key, entry) in contents.idTokens { addToIndex(.idToken(entry), storedKey: key) }
         for (key, entry) in contents.accounts { addToIndex(.account(entry), storedKey: key) }
@@ -558,11 +558,12 @@ struct CacheIndex: Sendable {
     private mutating func replaceInPlace(_ entry: CacheEntry, storedKey key: String) -> Bool {
         switch entry {
         case .accessToken(let new):
-            guard let slot = contents.accessTokens.index(forKey: key) else { return false }
-            let old = contents.accessTokens.values[slot]
-            guard old.homeAccountID == new.homeAccountID, old.environment == new.environment, old.realm == new.realm,
-                  old.clientID == new.clientID, old.target == new.target else { return false }
-            contents.accessTokens.values[slot] = new
+            let replaced = contents.accessTokens.replaceValue(forKey: key) { (old: AccessTokenEntry) -> AccessTokenEntry? in
+                let sameAccount = old.homeAccountID == new.homeAccountID && old.environment == new.environment
+                let sameToken = old.realm == new.realm && old.clientID == new.clientID && old.target == new.target
+                return sameAccount && sameToken ? new : nil
+            }
+            guard let old = replaced else { return false }
             accessTokens[CredentialID(new)]?.replace(old, by: new, storedKey: key)
         case .refreshToken(let new):
             guard let slot = contents.refreshTokens.index(forKey: key) else { return false }
@@ -624,14 +625,7 @@ struct CacheIndex: Sendable {
     private mutating func addToIndex(_ entry: CacheEntry, storedKey key: String) {
         switch entry {
         case .accessToken(let value):
-            let scopes = scopeTable.intern(target: value.target)
-            let id = CredentialID(value)
-            if accessTokens[id] == nil {
-                byHomeEnvironment[HomeEnvironment(homeAccountID: value.homeAccountID, environment: value.environment), default: HomeEntries()]
-                    .partitions.insert(id)
-            }
-            accessTokens[id, default: AccessTokenPartition()].insert(
-                AccessTokenPartition.Token(key: key, scopes: scopes, expiresOn: value.expiresOn, entry: value))
+            addAccessToken(value, storedKey: value.hasKey(key) ? nil : key)
             return
         case .idToken(let value): idTokens[CredentialID(value), default: []].insert(key)
         case .refreshToken(let value):
@@ -648,6 +642,18 @@ struct CacheIndex: Sendable {
         }
         byHomeEnvironment[HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment), default: HomeEntries()]
             .others.insert(CacheEntryRemoval(kind: entry.kind, key: key))
+    }
+
+    /// Indexes an access token; `storedKey` is `nil` when it is the entry's own ``AccessTokenEntry/key``.
+    private mutating func addAccessToken(_ entry: AccessTokenEntry, storedKey: String?) {
+        let scopes = scopeTable.intern(target: entry.target)
+        let id = CredentialID(entry)
+        if accessTokens[id] == nil {
+            byHomeEnvironment[HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment), default: HomeEntries()]
+                .partitions.insert(id)
+        }
+        accessTokens[id, default: AccessTokenPartition()].insert(
+            AccessTokenPartition.Token(storedKey: storedKey, scopes: scopes, expiresOn: entry.expiresOn, entry: entry))
     }
 
     /// The access token of `id` whose scopes include every scope of `scopes` and that expires last
@@ -823,12 +829,17 @@ struct ScopeTable: Sendable {
 /// hold it, so a lookup reads only those; a small one is scanned.
 struct AccessTokenPartition: Sendable {
     struct Token: Sendable {
-        let key: String
+        /// The key the token is stored under when it is not its entry's own ``AccessTokenEntry/key``
+        /// (as ``AccessTokenSection`` keeps it); `nil` otherwise.
+        let storedKey: String?
         /// Sorted, without duplicates; shared by every token with the same scopes (``ScopeTable``).
         let scopes: [Int32]
         let expiresOn: Date
         /// The entry, as the index's contents hold it under ``key`` (one reference: see ``AccessTokenEntry``).
         let entry: AccessTokenEntry
+
+        /// The stored key (built when it is the entry's own).
+        var key: String { storedKey ?? entry.key }
     }
 
     /// What a partition above ``AccessTokenPartition/scanLimit`` tokens adds, to find tokens without scanning.
@@ -847,14 +858,9 @@ struct AccessTokenPartition: Sendable {
 
     var isEmpty: Bool { tokens.isEmpty }
 
-    /// Adds `token`, or replaces the token stored under its key.
+    /// Adds `token`, whose stored key is not in the partition yet (the index removes a key before it
+    /// files it again, and its contents hold each key once).
     mutating func insert(_ token: Token) {
-        if let position = position(ofKey: token.key, entry: nil) {
-            unlinkHolders(tokens[position])
-            tokens[position] = token
-            linkHolders(token)
-            return
-        }
         tokens.append(token)
         if lookup != nil {
             lookup?.positions[token.key] = tokens.count - 1
@@ -873,7 +879,7 @@ struct AccessTokenPartition: Sendable {
     mutating func replace(_ old: AccessTokenEntry, by new: AccessTokenEntry, storedKey key: String) {
         guard let position = position(ofKey: key, entry: old) else { return }
         let token = tokens[position]
-        tokens[position] = Token(key: token.key, scopes: token.scopes, expiresOn: new.expiresOn, entry: new)
+        tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, expiresOn: new.expiresOn, entry: new)
     }
 
     /// Removes the token of `entry`, stored under `key`.
@@ -916,7 +922,7 @@ struct AccessTokenPartition: Sendable {
     private func position(ofKey key: String, entry: AccessTokenEntry?) -> Int? {
         if let lookup { return lookup.positions[key] }
         if let entry, let position = tokens.firstIndex(where: { $0.entry.sharesStorage(with: entry) }) { return position }
-        return tokens.firstIndex { $0.key == key }
+        return tokens.firstIndex { $0.storedKey.map { $0 == key } ?? $0.entry.hasKey(key) }
     }
 
     private mutating func linkHolders(_ token: Token) {

@@ -11,8 +11,9 @@ public import MSALCore
 /// Source: MSAL's unified cache schema, as serialized by MSAL Python's `SerializableTokenCache`
 /// and MSAL .NET's `SerializeMsalV3`.
 public struct TokenCacheContents: Sendable, Equatable {
-    /// `AccessToken` entries by stored key.
-    public var accessTokens: [String: AccessTokenEntry]
+    /// `AccessToken` entries by stored key (a dictionary that keeps only the keys other MSALs wrote
+    /// differently: see ``AccessTokenSection``).
+    public var accessTokens: AccessTokenSection
     /// `RefreshToken` entries by stored key.
     public var refreshTokens: [String: RefreshTokenEntry]
     /// `IdToken` entries by stored key.
@@ -162,7 +163,7 @@ public struct TokenCacheContents: Sendable, Equatable {
     /// Replaces the repeated identifiers of every readable entry by the interner's shared copies
     /// (values do not change).
     mutating func internIdentifiers(_ interner: inout StringInterner) {
-        Self.replaceValues(of: &accessTokens) { interner.intern($0) }
+        accessTokens.replaceValues { interner.intern($0) }
         Self.replaceValues(of: &refreshTokens) { interner.intern($0) }
         Self.replaceValues(of: &idTokens) { interner.intern($0) }
         Self.replaceValues(of: &accounts) { interner.intern($0) }

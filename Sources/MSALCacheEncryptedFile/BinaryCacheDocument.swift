@@ -225,7 +225,7 @@ public struct BinaryCacheDocument: Sendable {
                 homeAccountID: string(), environment: string(), clientID: string(), realm: string(), target: string(),
                 secret: reader.string(), tokenType: string(), cachedAt: reader.time(), expiresOn: reader.time(),
                 extendedExpiresOn: reader.optionalTime(), refreshOn: reader.optionalTime(), additionalFields: reader.extra())
-            contents.accessTokens[key ?? entry.key] = entry
+            if let key { contents.accessTokens[key] = entry } else { contents.accessTokens.store(entry) }
         }
         count = try reader.count()
         for _ in 0 ..< count {
