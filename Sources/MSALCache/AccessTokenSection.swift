@@ -15,21 +15,39 @@ public struct AccessTokenSection: Sendable, Equatable, Sequence, ExpressibleByDi
     public typealias Element = (key: String, value: AccessTokenEntry)
 
     /// One member: an entry, and its stored key when that is not the entry's own. Hashed and compared
-    /// by the stored key alone. A probe built from a key has no entry.
+    /// by the stored key alone; the key's hash is computed once, when the slot is made, so the set's
+    /// probes and resizes do not read the key again. A probe built from a key has no entry.
     fileprivate struct Slot: Hashable, Sendable {
         let storedKey: String?
         let entry: AccessTokenEntry?
+        let keyHash: Int
 
-        func hash(into hasher: inout Hasher) {
+        init(storedKey: String?, entry: AccessTokenEntry?) {
+            self.storedKey = storedKey
+            self.entry = entry
+            var hasher = Hasher()
             if let storedKey {
                 hashKey(storedKey, into: &hasher)
             } else {
                 entry!.hashDerivedKey(into: &hasher)
             }
+            keyHash = hasher.finalize()
+        }
+
+        /// The same key with another entry (its hash is not computed again).
+        init(_ slot: Slot, entry: AccessTokenEntry) {
+            storedKey = slot.storedKey
+            self.entry = entry
+            keyHash = slot.keyHash
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(keyHash)
         }
 
         static func == (lhs: Slot, rhs: Slot) -> Bool {
-            switch (lhs.storedKey, rhs.storedKey) {
+            guard lhs.keyHash == rhs.keyHash else { return false }
+            return switch (lhs.storedKey, rhs.storedKey) {
             case let (l?, r?): l == r
             case let (l?, nil): rhs.entry!.hasKey(l)
             case let (nil, r?): lhs.entry!.hasKey(r)
@@ -125,6 +143,16 @@ public struct AccessTokenSection: Sendable, Equatable, Sequence, ExpressibleByDi
         return true
     }
 
+    /// Replaces the entry stored under `entry`'s own ``AccessTokenEntry/key`` by `transform` of it,
+    /// unless `transform` returns `nil` (see ``replaceValue(forKey:_:)``).
+    mutating func replaceValue(ownKeyOf entry: AccessTokenEntry, _ transform: (AccessTokenEntry) -> AccessTokenEntry?) -> AccessTokenEntry? {
+        guard let index = slots.firstIndex(of: Slot(storedKey: nil, entry: entry)) else { return nil }
+        let slot = slots[index]
+        guard let new = transform(slot.entry!) else { return nil }
+        slots.update(with: Slot(slot, entry: new))
+        return slot.entry
+    }
+
     /// Replaces the entry stored under `key` by `transform` of it, unless `transform` returns `nil`.
     /// The new entry must have the same ``AccessTokenEntry/key`` as the old one (it is filed under
     /// the old one's).
@@ -133,14 +161,14 @@ public struct AccessTokenSection: Sendable, Equatable, Sequence, ExpressibleByDi
         guard let index = slots.firstIndex(of: Slot(storedKey: key, entry: nil)) else { return nil }
         let slot = slots[index]
         guard let new = transform(slot.entry!) else { return nil }
-        slots.update(with: Slot(storedKey: slot.storedKey, entry: new))
+        slots.update(with: Slot(slot, entry: new))
         return slot.entry
     }
 
     /// Replaces every entry by `transform` of it; `transform` must keep each entry's ``AccessTokenEntry/key``.
     mutating func replaceValues(_ transform: (AccessTokenEntry) -> AccessTokenEntry) {
         var replaced = Set<Slot>(minimumCapacity: slots.count)
-        for slot in slots { replaced.insert(Slot(storedKey: slot.storedKey, entry: transform(slot.entry!))) }
+        for slot in slots { replaced.insert(Slot(slot, entry: transform(slot.entry!))) }
         slots = replaced
     }
 

@@ -273,7 +273,7 @@ public final class TokenCache: Sendable {
             var removals = Set<CacheEntryRemoval>()
             if let accessToken {
                 let newKey = accessToken.key
-                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessToken.scopes) where key != newKey {
+                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessToken.scopes, except: accessToken) {
                     removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
                 }
                 upserts.append((newKey, .accessToken(accessToken)))
@@ -558,7 +558,7 @@ struct CacheIndex: Sendable {
     private mutating func replaceInPlace(_ entry: CacheEntry, storedKey key: String) -> Bool {
         switch entry {
         case .accessToken(let new):
-            let replaced = contents.accessTokens.replaceValue(forKey: key) { (old: AccessTokenEntry) -> AccessTokenEntry? in
+            let replaced = contents.accessTokens.replaceValue(ownKeyOf: new) { (old: AccessTokenEntry) -> AccessTokenEntry? in
                 let sameAccount = old.homeAccountID == new.homeAccountID && old.environment == new.environment
                 let sameToken = old.realm == new.realm && old.clientID == new.clientID && old.target == new.target
                 return sameAccount && sameToken ? new : nil
@@ -716,10 +716,14 @@ struct CacheIndex: Sendable {
     }
 
     /// The stored keys of the access tokens of `id` that share a scope with `scopes` or have no scope.
-    func accessTokenKeys(in id: CredentialID, intersectingOrEmpty scopes: ScopeSet) -> [String] {
+    /// The stored key of `entry` (the one a save replaces) is left out, without building it.
+    func accessTokenKeys(in id: CredentialID, intersectingOrEmpty scopes: ScopeSet, except entry: AccessTokenEntry) -> [String] {
         guard let partition = accessTokens[id] else { return [] }
         let known = scopeTable.knownIDs(of: scopes)
-        return partition.keys { token in token.scopes.isEmpty || token.scopes.intersectsSorted(known) }
+        return partition.keys { token in
+            guard token.scopes.isEmpty || token.scopes.intersectsSorted(known) else { return false }
+            return token.storedKey.map { !entry.hasKey($0) } ?? !token.entry.hasSameKey(as: entry)
+        }
     }
 
     /// Refresh tokens stored under `keys`, newest `last_modification_time` first, then by key.

@@ -195,7 +195,12 @@ public struct TokenCacheContents: Sendable, Equatable {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for (key, entry) in change.keyedUpserts {
             if !unreadableEntries.isEmpty { unreadableEntries[entry.kind.rawValue]?[key] = nil }
-            insert(stored(entry), storedKey: key)
+            let value = stored(entry)
+            if case .accessToken(let token) = value {
+                accessTokens.store(token)  // `key` is its own key: stored without it
+            } else {
+                insert(value, storedKey: key)
+            }
         }
     }
 }
