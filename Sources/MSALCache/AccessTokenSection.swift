@@ -144,21 +144,10 @@ public struct AccessTokenSection: Sendable, Equatable, Sequence, ExpressibleByDi
     }
 
     /// Replaces the entry stored under `entry`'s own ``AccessTokenEntry/key`` by `transform` of it,
-    /// unless `transform` returns `nil` (see ``replaceValue(forKey:_:)``).
+    /// unless `transform` returns `nil`. The new entry must have that key too (it is filed under it).
+    /// - Returns: the old entry, or `nil` when nothing is stored under the key or nothing was replaced.
     mutating func replaceValue(ownKeyOf entry: AccessTokenEntry, _ transform: (AccessTokenEntry) -> AccessTokenEntry?) -> AccessTokenEntry? {
         guard let index = slots.firstIndex(of: Slot(storedKey: nil, entry: entry)) else { return nil }
-        let slot = slots[index]
-        guard let new = transform(slot.entry!) else { return nil }
-        slots.update(with: Slot(slot, entry: new))
-        return slot.entry
-    }
-
-    /// Replaces the entry stored under `key` by `transform` of it, unless `transform` returns `nil`.
-    /// The new entry must have the same ``AccessTokenEntry/key`` as the old one (it is filed under
-    /// the old one's).
-    /// - Returns: the old entry, or `nil` when nothing is stored under `key` or nothing was replaced.
-    mutating func replaceValue(forKey key: String, _ transform: (AccessTokenEntry) -> AccessTokenEntry?) -> AccessTokenEntry? {
-        guard let index = slots.firstIndex(of: Slot(storedKey: key, entry: nil)) else { return nil }
         let slot = slots[index]
         guard let new = transform(slot.entry!) else { return nil }
         slots.update(with: Slot(slot, entry: new))
