@@ -88,7 +88,7 @@ public struct AccessTokenSection: Sendable, Equatable, Sequence, ExpressibleByDi
                 slots.remove(Slot(storedKey: key, entry: nil))
                 return
             }
-            slots.update(with: Slot(storedKey: newValue.hasKey(key) ? nil : key, entry: newValue))
+            slots.update(with: Slot(storedKey: newValue.hasKey(key, exactly: true) ? nil : key, entry: newValue))
         }
     }
 
@@ -241,9 +241,12 @@ extension AccessTokenEntry {
         return true
     }
 
-    /// Whether ``key`` equals `other` (as strings compare), without building ``key`` while both are
-    /// ASCII: the first two ASCII bytes that differ decide; a non-ASCII byte leaves it to `==`.
-    func hasKey(_ other: String) -> Bool {
+    /// Whether ``key`` equals `other` (as strings compare, or byte for byte when `exactly`), without
+    /// building ``key`` while both are ASCII: the first two ASCII bytes that differ decide; a
+    /// non-ASCII byte leaves it to `==` (or to comparing the bytes). A key stored in another Unicode
+    /// form than the entry's own is equal as a string but must be kept as written, so whether a key
+    /// need not be kept is asked `exactly`.
+    func hasKey(_ other: String, exactly: Bool = false) -> Bool {
         var other = other
         let answer: Bool? = other.withUTF8 { bytes -> Bool? in
             var position = 0
@@ -277,7 +280,8 @@ extension AccessTokenEntry {
             }
             return position == bytes.count
         }
-        return answer ?? (key == other)
+        guard let answer else { return exactly ? key.utf8.elementsEqual(other.utf8) : key == other }
+        return answer
     }
 
     /// Whether the two entries' ``key``s are equal, without building them while their parts are ASCII

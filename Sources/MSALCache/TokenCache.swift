@@ -625,7 +625,7 @@ struct CacheIndex: Sendable {
     private mutating func addToIndex(_ entry: CacheEntry, storedKey key: String) {
         switch entry {
         case .accessToken(let value):
-            addAccessToken(value, storedKey: value.hasKey(key) ? nil : key)
+            addAccessToken(value, storedKey: value.hasKey(key, exactly: true) ? nil : key)
             return
         case .idToken(let value): idTokens[CredentialID(value), default: []].insert(key)
         case .refreshToken(let value):

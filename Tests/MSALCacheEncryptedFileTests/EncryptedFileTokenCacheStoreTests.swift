@@ -97,6 +97,21 @@ struct EncryptedFileTokenCacheStoreTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: writer.path)) == bytes)
     }
 
+    @Test("A format version this code does not read is named, with the advice to upgrade (not to change the key), and the file is kept")
+    func unreadableVersion() throws {
+        let directory = try EncTemporaryDirectory()
+        let store = try make(directory, .key)
+        try expectRefused(directory, writer: store, reader: store, damage: { $0[8] = 3 }, message: "format version 3")
+        let error = cacheError { _ = try store.readAll() }
+        #expect(error?.message.contains("Upgrade swift-msal") == true)
+        #expect(error?.message.contains("right key") == false)
+        var wrongKey = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        wrongKey[8] = 2
+        try wrongKey.write(to: URL(fileURLWithPath: store.path))
+        let other = try EncryptedFileTokenCacheStore(path: store.path, keySource: .key(EncryptedCacheKey.random()))
+        #expect(cacheError { _ = try other.readAll() }?.message.contains("right key") == true)
+    }
+
     @Test("A wrong key is a clear error and the file is not overwritten")
     func wrongKey() throws {
         let directory = try EncTemporaryDirectory()

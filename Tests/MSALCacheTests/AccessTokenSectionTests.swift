@@ -109,6 +109,25 @@ struct AccessTokenSectionTests {
         #expect(section.count == 51 && section.foreignKeyCount == 6)  // a key in other case is another key
     }
 
+    @Test("A key in another Unicode form than the entry's fields is kept as written, and found under either form")
+    func otherUnicodeFormKept() throws {
+        let entry = Self.entry(home: "uid.utid", realm: "caf\u{E9}-tenant", target: "x", secret: "AT-1")  // fields in NFC
+        let decomposed = entry.key.replacingOccurrences(of: "\u{E9}", with: "e\u{301}")  // the key in NFD
+        #expect(decomposed == entry.key && !decomposed.utf8.elementsEqual(entry.key.utf8))
+        var section = AccessTokenSection()
+        section[decomposed] = entry
+        #expect(section.foreignKeyCount == 1)
+        #expect(section.keys.count == 1 && section.keys[0].utf8.elementsEqual(decomposed.utf8))
+        #expect(section[entry.key]?.secret == "AT-1" && section[decomposed]?.secret == "AT-1")
+        // Written back as MSAL JSON, the key keeps its bytes.
+        var contents = TokenCacheContents()
+        contents.accessTokens = section
+        let json = try contents.msalJSON()
+        #expect(json.range(of: Data(decomposed.utf8)) != nil && json.range(of: Data(entry.key.utf8)) == nil)
+        let reread = try TokenCacheContents(msalJSON: contents.msalJSON())
+        #expect(reread.accessTokens.keys.count == 1 && reread.accessTokens.keys[0].utf8.elementsEqual(decomposed.utf8))
+    }
+
     @Test("Literals, equality and the empty section")
     func literalsAndEquality() {
         let a = Self.entry(home: "a.t", target: "x", secret: "AT-a"), b = Self.entry(home: "b.t", target: "x", secret: "AT-b")
