@@ -46,14 +46,16 @@ private final class ScriptDirectory {
 }
 
 /// Waits (polling every 20 ms, at most `seconds`; generous for a loaded machine) until the file exists.
+/// The file is looked for once more after the deadline: while other tests block the cooperative
+/// threads this task may resume only after it, and the file written meanwhile must still count.
 /// - Returns: its contents, or nil if it did not appear in time.
 private func waitForFile(_ path: String, seconds: TimeInterval = 30) async throws -> String? {
     let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    while true {
         if let text = try? String(contentsOfFile: path, encoding: .utf8) { return text }
+        guard Date() < deadline else { return nil }
         try await Task.sleep(nanoseconds: 20_000_000)
     }
-    return nil
 }
 
 private let signInURL = URL(string: "https://login.example.com/authorize?client_id=abc&state=s%20t&scope=openid+profile")!
