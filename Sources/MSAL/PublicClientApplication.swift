@@ -751,8 +751,7 @@ extension String {
             other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
                 guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return nil }
                 guard lhs.count == rhs.count else { return false }
-                func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
-                for index in 0..<lhs.count where lower(lhs[index]) != lower(rhs[index]) { return false }
+                for index in 0..<lhs.count where lhs[index].asciiLowercased != rhs[index].asciiLowercased { return false }
                 return true
             } ?? nil
         } ?? nil

@@ -1,4 +1,5 @@
 public import Foundation
+internal import MSALCore
 
 /// The `AccessToken` section of a ``TokenCacheContents``: access token entries by the key they are
 /// stored under, with the operations of a dictionary keyed by that string.
@@ -227,7 +228,7 @@ extension AccessTokenEntry {
                     return true
                 case .mixedCase:
                     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count) { lowered in
-                        for (offset, byte) in bytes.enumerated() { lowered[offset] = lowercasedASCII(byte) }
+                        for (offset, byte) in bytes.enumerated() { lowered[offset] = byte.asciiLowercased }
                         hasher.combine(bytes: UnsafeRawBufferPointer(lowered))
                     }
                     return true
@@ -270,7 +271,7 @@ extension AccessTokenEntry {
                         guard byte < 0x80 else { return nil }
                         guard position < bytes.count else { return false }
                         guard bytes[position] < 0x80 else { return nil }
-                        guard bytes[position] == lowercasedASCII(byte) else { return false }
+                        guard bytes[position] == byte.asciiLowercased else { return false }
                         position += 1
                     }
                     return true
@@ -315,7 +316,7 @@ private func compareLowercasedASCII(_ a: String, _ b: String) -> PartComparison 
             for index in 0 ..< lhs.count {
                 let l = lhs[index], r = rhs[index]
                 guard l < 0x80, r < 0x80 else { return .undecided }
-                if l != r, lowercasedASCII(l) != lowercasedASCII(r) { return .different }
+                if l != r, l.asciiLowercased != r.asciiLowercased { return .different }
             }
             return .equal
         }
@@ -332,8 +333,4 @@ private func asciiCase(_ bytes: UnsafeBufferPointer<UInt8>) -> ASCIICase {
         if byte >= 0x41 && byte <= 0x5A { capitals = true }
     }
     return capitals ? .mixedCase : .lowercase
-}
-
-private func lowercasedASCII(_ byte: UInt8) -> UInt8 {
-    byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
 }

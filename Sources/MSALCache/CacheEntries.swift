@@ -36,7 +36,7 @@ func credentialKey(
             }
             for byte in part.utf8 {
                 guard byte < 0x80 else { return 0 }
-                buffer[position] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                buffer[position] = byte.asciiLowercased
                 position += 1
             }
         }

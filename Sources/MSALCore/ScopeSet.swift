@@ -84,9 +84,8 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
 
     /// Whether the lowercased bytes at `lhs` sort before those at `rhs` (ASCII only).
     private static func asciiLowercasedLess(_ bytes: UnsafeBufferPointer<UInt8>, _ lhs: Range<Int>, _ rhs: Range<Int>) -> Bool {
-        func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
         for offset in 0..<Swift.min(lhs.count, rhs.count) {
-            let l = lower(bytes[lhs.lowerBound + offset]), r = lower(bytes[rhs.lowerBound + offset])
+            let l = bytes[lhs.lowerBound + offset].asciiLowercased, r = bytes[rhs.lowerBound + offset].asciiLowercased
             if l != r { return l < r }
         }
         return lhs.count < rhs.count

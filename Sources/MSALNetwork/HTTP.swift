@@ -21,11 +21,6 @@ public struct HTTPMethod: RawRepresentable, Sendable, Hashable, ExpressibleByStr
     public var description: String { rawValue }
 }
 
-/// `byte` with ASCII capitals turned into small letters (header names are ASCII, RFC 9110 §5.1).
-private func asciiLower(_ byte: UInt8) -> UInt8 {
-    byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
-}
-
 /// An HTTP request as swift-msal sends it: a value, so it can be recorded and compared in tests.
 public struct HTTPRequest: Sendable {
     /// The method.
@@ -50,7 +45,7 @@ public struct HTTPRequest: Sendable {
     /// - Returns: the value, or `nil` when the request has no such header.
     public func header(_ name: String) -> String? {
         if let value = headers[name] { return value }
-        return headers.first { $0.key.utf8.elementsEqual(name.utf8) { asciiLower($0) == asciiLower($1) } }?.value
+        return headers.first { $0.key.utf8.elementsEqual(name.utf8) { $0.asciiLowercased == $1.asciiLowercased } }?.value
     }
 
     /// A `POST` with an `application/x-www-form-urlencoded` body, as every OAuth 2.0 token and
