@@ -102,6 +102,19 @@ public enum EncryptedCacheFormat {
         return Data(header + sealed.ciphertext + sealed.tag)
     }
 
+    /// The format version a file's header names, read without the key.
+    /// - Returns: the version byte, or `nil` when `file` does not start with the magic and a version.
+    public static func formatVersion(of file: Data) -> UInt8? {
+        guard file.count > magic.count, file.starts(with: magic) else { return nil }
+        return file[file.startIndex + magic.count]
+    }
+
+    /// Whether `file` is an encrypted cache of a format version this code does not read (a newer
+    /// swift-msal wrote it): opening it fails however right the key is.
+    public static func hasUnreadableVersion(_ file: Data) -> Bool {
+        formatVersion(of: file).map { !readableVersions.contains($0) } ?? false
+    }
+
     /// Checks and decrypts an encrypted cache file, of any version in ``readableVersions``.
     /// - Returns: the plaintext, only when the tag verifies; never unauthenticated bytes.
     /// - Throws: as ``openVersioned(_:key:)``.
@@ -131,8 +144,7 @@ public enum EncryptedCacheFormat {
             throw notEncrypted
         }
         guard bytes.prefix(magic.count).elementsEqual(magic) else { throw notEncrypted }
-        guard bytes.count > magic.count else { throw truncated(bytes.count) }
-        let fileVersion = bytes[magic.count]
+        guard let fileVersion = formatVersion(of: file) else { throw truncated(bytes.count) }
         guard readableVersions.contains(fileVersion) else {
             throw .internal(.cacheError, "The encrypted cache file has format version \(fileVersion); this swift-msal reads versions \(readableVersions.lowerBound)–\(readableVersions.upperBound) only. Upgrade swift-msal, or delete the file to start over.")
         }

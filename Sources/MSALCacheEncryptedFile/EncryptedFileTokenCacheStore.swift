@@ -201,9 +201,8 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             }
         } catch {
             // A format version this code does not read says what to do itself (upgrade); the key is not at fault.
-            let unreadableVersion = data.count > EncryptedCacheFormat.magic.count && data.starts(with: EncryptedCacheFormat.magic)
-                && !EncryptedCacheFormat.readableVersions.contains(data[data.startIndex + EncryptedCacheFormat.magic.count])
-            let advice = unreadableVersion ? "" : " Use the right key or passphrase, or delete the file to start over; users will sign in again."
+            let advice = EncryptedCacheFormat.hasUnreadableVersion(data)
+                ? "" : " Use the right key or passphrase, or delete the file to start over; users will sign in again."
             throw .internal(.cacheError, "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched.\(advice)")
         }
         do {

@@ -127,8 +127,11 @@ struct EncryptedCacheFormatTests {
     func unsupportedVersion() throws {
         let key = try EncryptedCacheKey.random()
         var file = try EncryptedCacheFormat.seal(plaintext, key: key, kdf: .rawKey)
+        #expect(EncryptedCacheFormat.formatVersion(of: file) == 2 && !EncryptedCacheFormat.hasUnreadableVersion(file))
+        #expect(EncryptedCacheFormat.formatVersion(of: file.prefix(8)) == nil && EncryptedCacheFormat.formatVersion(of: Data("{}".utf8)) == nil)
         for version: UInt8 in [0, 3, 255] {
             file[8] = version
+            #expect(EncryptedCacheFormat.formatVersion(of: file) == version && EncryptedCacheFormat.hasUnreadableVersion(file))
             #expect(openError(file, key: key)?.message.contains("format version \(version)") == true)
             #expect(openError(file.prefix(9), key: key)?.message.contains("format version \(version)") == true)
         }
