@@ -867,13 +867,15 @@ struct AccessTokenPartition: Sendable {
     mutating func insert(_ token: Token) {
         tokens.append(token)
         if lookup != nil {
-            lookup?.positions[token.key] = tokens.count - 1
-            linkHolders(token)
+            let key = token.key
+            lookup?.positions[key] = tokens.count - 1
+            for scope in token.scopes { lookup?.holders[scope, default: []].insert(key) }
         } else if tokens.count > Self.scanLimit {
             var built = Lookup()
             for (position, token) in tokens.enumerated() {
-                built.positions[token.key] = position
-                for scope in token.scopes { built.holders[scope, default: []].insert(token.key) }
+                let key = token.key  // built once: a key that is the entry's own is not stored
+                built.positions[key] = position
+                for scope in token.scopes { built.holders[scope, default: []].insert(key) }
             }
             lookup = built
         }
@@ -890,8 +892,14 @@ struct AccessTokenPartition: Sendable {
     mutating func remove(_ entry: AccessTokenEntry, storedKey key: String) {
         guard let position = position(ofKey: key, entry: entry) else { return }
         let removed = tokens[position]
-        unlinkHolders(removed)
-        lookup?.positions[removed.key] = nil
+        if lookup != nil {
+            let key = removed.key
+            lookup?.positions[key] = nil
+            for scope in removed.scopes {
+                lookup?.holders[scope]?.remove(key)
+                if lookup?.holders[scope]?.isEmpty == true { lookup?.holders[scope] = nil }
+            }
+        }
         let last = tokens.count - 1
         if position != last {
             tokens[position] = tokens[last]
@@ -929,18 +937,6 @@ struct AccessTokenPartition: Sendable {
         return tokens.firstIndex { $0.storedKey.map { $0 == key } ?? $0.entry.hasKey(key) }
     }
 
-    private mutating func linkHolders(_ token: Token) {
-        guard lookup != nil else { return }
-        for scope in token.scopes { lookup?.holders[scope, default: []].insert(token.key) }
-    }
-
-    private mutating func unlinkHolders(_ token: Token) {
-        guard lookup != nil else { return }
-        for scope in token.scopes {
-            lookup?.holders[scope]?.remove(token.key)
-            if lookup?.holders[scope]?.isEmpty == true { lookup?.holders[scope] = nil }
-        }
-    }
 }
 
 extension Array where Element == Int32 {
