@@ -36,8 +36,13 @@ public final class PublicClientApplication: Sendable {
     let knownCloudEnvironments = KeptValues<String, [String]>(limit: 1_024)
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
-    /// At most 16,384 kept: the four tenant profiles of each of the 4,096 accounts the cache keeps assembled.
-    let idTokenClaims = KeptValues<JWTKey, IDTokenClaims>(limit: 16_384)
+    /// ``sharedIDTokenClaims``: a JWT's claims are the same for every instance.
+    var idTokenClaims: KeptValues<JWTKey, IDTokenClaims> { Self.sharedIDTokenClaims }
+    /// The decoded ID tokens of every instance in the process, so an instance opened on a cache
+    /// another instance already read (a server that makes one per request, a second client ID)
+    /// does not decode every tenant profile's ID token again. At most 16,384 kept: the four tenant
+    /// profiles of each of the 4,096 accounts a cache keeps assembled.
+    static let sharedIDTokenClaims = KeptValues<JWTKey, IDTokenClaims>(limit: 16_384)
     /// ``sortedScopes(ofTarget:)`` by target.
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.

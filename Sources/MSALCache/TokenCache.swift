@@ -258,6 +258,8 @@ public final class TokenCache: Sendable {
     ///   one stored under another MSAL's key. An account entry without `account_source` keeps the
     ///   replaced entry's (a refresh does not say how the account signed in).
     /// - `nil` parameters leave existing entries alone.
+    /// - An entry equal to the one stored under its key is not written again (a refresh usually
+    ///   brings the same account and app metadata).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read or written; then
     ///   nothing was saved.
     public func save(
@@ -291,14 +293,14 @@ public final class TokenCache: Sendable {
                 for key in keys where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
                 }
-                upserts.append((newKey, .refreshToken(refreshToken)))
+                if index.contents.refreshTokens[newKey] != refreshToken { upserts.append((newKey, .refreshToken(refreshToken))) }
             }
             if let idToken {
                 let newKey = idToken.key
                 for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
                 }
-                upserts.append((newKey, .idToken(idToken)))
+                if index.contents.idTokens[newKey] != idToken { upserts.append((newKey, .idToken(idToken))) }
             }
             if var account {
                 let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
@@ -312,7 +314,7 @@ public final class TokenCache: Sendable {
                     if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
                 }
                 if account.accountSource == nil { account.accountSource = replacedSource }
-                upserts.append((newKey, .account(account)))
+                if index.contents.accounts[newKey] != account { upserts.append((newKey, .account(account))) }
             }
             if let appMetadata {
                 let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
@@ -320,7 +322,7 @@ public final class TokenCache: Sendable {
                 for key in index.appMetadata[id] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
                 }
-                upserts.append((newKey, .appMetadata(appMetadata)))
+                if index.contents.appMetadata[newKey] != appMetadata { upserts.append((newKey, .appMetadata(appMetadata))) }
             }
             let change = TokenCacheChange(
                 keyedUpserts: upserts,

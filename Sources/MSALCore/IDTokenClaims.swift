@@ -75,10 +75,10 @@ public struct IDTokenClaims: Sendable, Hashable {
     ) throws(MSALError) {
         if let issuer {
             var expected = issuer
-            // Only multi-tenant discovery documents carry the placeholder: skip the search otherwise
-            // (Foundation's replacingOccurrences goes through NSString).
+            // Only multi-tenant discovery documents carry the placeholder: skip the search otherwise.
+            // The standard library's replacing (Foundation's replacingOccurrences goes through NSString).
             if let tid = tenantID, expected.utf8.contains(UInt8(ascii: "{")) {
-                expected = expected.replacingOccurrences(of: "{tenantid}", with: tid)
+                expected = expected.replacing("{tenantid}", with: tid)
             }
             guard let actual = self.issuer, IDTokenClaims.sameIssuer(actual, expected) else {
                 throw .internal(.invalidIDToken, "The ID token's issuer '\(self.issuer ?? "(none)")' is not the provider's issuer '\(expected)'.")

@@ -18,9 +18,14 @@ final class CountingStore: TokenCacheStore, @unchecked Sendable {
         return try inner.readAll()
     }
 
+    /// Every change applied, in order.
+    var changes: [TokenCacheChange] { lock.withLock { _changes } }
+    private var _changes: [TokenCacheChange] = []
+
     func apply(_ change: TokenCacheChange) throws(MSALError) {
         if lock.withLock({ failWrites }) { throw .internal(.cacheError, "disk full (test)") }
         try inner.apply(change)
+        lock.withLock { _changes.append(change) }
     }
 
     func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() }
@@ -85,6 +90,48 @@ struct TokenCacheTests {
         #expect(contents.refreshTokens.values.map(\.secret) == ["RT-2"])
         #expect(contents.idTokens.values.map(\.secret) == ["ID-1"])
         #expect(contents.accounts.count == 1)
+    }
+
+    @Test("A refresh that brings the same account, ID token and app metadata writes only what changed")
+    func unchangedEntriesAreNotWrittenAgain() throws {
+        let store = CountingStore()
+        let cache = TokenCache(store: store)
+        var account = Sample.account()
+        account.accountSource = "device_code"
+        let metadata = AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: "1")
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-1"), refreshToken: Sample.refreshToken(secret: "RT-1"),
+                       idToken: Sample.idToken(secret: "ID-1"), account: account, appMetadata: metadata)
+        #expect(store.changes.last?.upserts.count == 5)
+
+        // A refresh: new access and refresh tokens; the same ID token, account (without
+        // account_source, as a refresh saves it) and app metadata.
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-2"), refreshToken: Sample.refreshToken(secret: "RT-2"),
+                       idToken: Sample.idToken(secret: "ID-1"), account: Sample.account(), appMetadata: metadata)
+        let written = try #require(store.changes.last).upserts.map { entry -> String in
+            switch entry {
+            case .accessToken(let token): "AT \(token.secret)"
+            case .refreshToken(let token): "RT \(token.secret)"
+            case .idToken(let token): "ID \(token.secret)"
+            case .account: "account"
+            case .appMetadata: "appmetadata"
+            }
+        }
+        #expect(written.sorted() == ["AT AT-2", "RT RT-2"])
+        let contents = try store.readAll()
+        #expect(contents.accounts.values.map(\.accountSource) == ["device_code"])
+        #expect(contents.appMetadata.values.map(\.familyID) == ["1"])
+        #expect(contents.idTokens.values.map(\.secret) == ["ID-1"])
+
+        // What differs is written: a new username, a new ID token, the family left.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: Sample.idToken(secret: "ID-2"),
+                       account: Sample.account(username: "alice@fabrikam.example"),
+                       appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: ""))
+        #expect(try #require(store.changes.last).upserts.count == 3)
+        let updated = try store.readAll()
+        #expect(updated.accounts.values.map(\.username) == ["alice@fabrikam.example"])
+        #expect(updated.accounts.values.map(\.accountSource) == ["device_code"])
+        #expect(updated.idTokens.values.map(\.secret) == ["ID-2"])
+        #expect(updated.appMetadata.values.map(\.familyID) == [""])
     }
 
     @Test("A saved refresh token replaces the client's others (also MSAL Python's per-target ones) and its family's")
