@@ -1,7 +1,7 @@
-public import Foundation
+import Foundation
 public import MSALCache
 public import MSALCacheEncryptedFile
-public import MSALCacheSQLite
+import MSALCacheSQLite
 public import MSALCore
 
 /// Where a ``PublicClientApplication`` keeps its token cache: one of swift-msal's backends, or a

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import MSALCore
 
 /// ADAL's keyed items (``ADALKeyedItem``) in one of our stores, read as a legacy cache: the second

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 internal import MSALCore
 
 /// The `AccessToken` section of a ``TokenCacheContents``: access token entries by the key they are

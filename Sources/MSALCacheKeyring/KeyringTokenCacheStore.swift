@@ -114,7 +114,7 @@ public final class KeyringTokenCacheStore: TokenCacheStore {
         self.serviceTimeout = serviceTimeout
         self.logger = logger
         lockFile = KeyringLockFile(directory: directory, accessGroup: accessGroup, attributes: self.attributes, timeout: lockTimeout)
-        try lockFile.withExclusiveLock { (holder) throws(MSALError) in
+        _ = try lockFile.withExclusiveLock { (holder) throws(MSALError) in
             try recover(holder, always: true, doing: "opening the token cache in the keyring")
         }
     }

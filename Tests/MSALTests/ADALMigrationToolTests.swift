@@ -328,7 +328,7 @@ struct ADALMigrationToolTests {
 
     @Test("End to end through msal dev-provider with ADAL keyed items in the SQLite cache: token --adal-keyed upgrades, migrate-adal --adal-keyed reports each item, the items stay")
     func devProviderKeyedItems() async throws {
-        let (server, base, client, tenant) = try await Self.devProviderWithDana()
+        let (server, base, client, _) = try await Self.devProviderWithDana()
         let http = DevProviderTests()
         func mint(_ body: [String: Any]) async throws -> (entry: [String: Any], item: ADALKeyedItem) {
             let answer = try await http.send("POST", "\(base)/_control/legacy/refresh-token", json: body)

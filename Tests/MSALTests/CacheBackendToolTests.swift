@@ -168,7 +168,7 @@ struct CacheBackendChoiceToolTests {
     @Test("auto with neither a keyring nor a writable data directory: exit 1, cacheUnavailable telling the app to choose")
     func defaultChainExhausted() async throws {
         let directory = TemporaryDirectory()
-        FileManager.default.createFile(atPath: directory.path("file"), contents: Data())
+        _ = FileManager.default.createFile(atPath: directory.path("file"), contents: Data())
         // XDG_DATA_HOME below a regular file: no directory can be created there.
         let environment = ["XDG_DATA_HOME": directory.path("file/data"), "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory.path("no-bus"))"]
         let run = try await ToolRun.run(
