@@ -43,6 +43,9 @@ public final class PublicClientApplication: Sendable {
     /// does not decode every tenant profile's ID token again. At most 16,384 kept: the four tenant
     /// profiles of each of the 4,096 accounts a cache keeps assembled.
     static let sharedIDTokenClaims = KeptValues<JWTKey, IDTokenClaims>(limit: 16_384)
+    /// Decoded `client_info` values by their encoded form, for every instance in the process: an
+    /// account's refreshes bring the same one each time. At most 4,096 kept.
+    static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
     /// ``sortedScopes(ofTarget:)`` by target.
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
@@ -713,6 +716,15 @@ public final class PublicClientApplication: Sendable {
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
         idTokenClaims.keep(claims, for: JWTKey(jwt: jwt))
         return claims
+    }
+
+    /// A token response's `client_info`, decoded once per distinct value (kept in ``sharedClientInfos``).
+    /// - Throws: what ``ClientInfo/init(encoded:)`` throws; nothing is kept then.
+    func decodedClientInfo(_ encoded: String) throws(MSALError) -> ClientInfo {
+        if let kept = Self.sharedClientInfos.value(for: encoded) { return kept }
+        let decoded = try ClientInfo(encoded: encoded)
+        Self.sharedClientInfos.keep(decoded, for: encoded)
+        return decoded
     }
 
     /// The scopes of a cached access token's `target`, sorted (``ScopeSet/sortedScopes(spaceDelimited:)``),

@@ -72,7 +72,7 @@ extension PublicClientApplication {
         switch authority.type {
         case .aad, .b2c:
             if let encoded = response.clientInfo {
-                clientInfo = try ClientInfo(encoded: encoded)
+                clientInfo = try decodedClientInfo(encoded)
                 homeAccountID = clientInfo!.homeAccountID
             } else if let expected = context.expectedHomeAccountID {
                 homeAccountID = expected
@@ -154,7 +154,9 @@ extension PublicClientApplication {
                 authorityType: Self.cacheAuthorityType(authority.type))
         }
         let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
-        try cache.save(accessToken: accessToken, refreshToken: refreshToken, idToken: idToken, account: accountEntry, appMetadata: appMetadata)
+        try cache.save(
+            accessToken: accessToken, accessTokenScopes: granted, refreshToken: refreshToken, idToken: idToken,
+            account: accountEntry, appMetadata: appMetadata)
         if context.expectedHomeAccountID == nil {
             // A fresh sign-in lifts the "refresh token was rejected" throttle for the account.
             await throttler.clear(homeAccountId: homeAccountID)

@@ -269,13 +269,27 @@ public final class TokenCache: Sendable {
         account: AccountEntry?,
         appMetadata: AppMetadataEntry?
     ) throws(MSALError) {
+        try save(accessToken: accessToken, accessTokenScopes: nil, refreshToken: refreshToken, idToken: idToken, account: account, appMetadata: appMetadata)
+    }
+
+    /// ``save(accessToken:refreshToken:idToken:account:appMetadata:)`` with the access token's scopes
+    /// already parsed (`ScopeSet(spaceDelimited: accessToken.target)`, which a token response's
+    /// handler has), so they are not parsed again.
+    package func save(
+        accessToken: AccessTokenEntry?,
+        accessTokenScopes: ScopeSet?,
+        refreshToken: RefreshTokenEntry?,
+        idToken: IDTokenEntry?,
+        account: AccountEntry?,
+        appMetadata: AppMetadataEntry?
+    ) throws(MSALError) {
         try withState { state throws(MSALError) in
             guard let index = state.index else { return }
             var upserts: [(key: String, entry: CacheEntry)] = []
             var removals = Set<CacheEntryRemoval>()
             if let accessToken {
                 let newKey = accessToken.key
-                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessToken.scopes, except: accessToken) {
+                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessTokenScopes ?? accessToken.scopes, except: accessToken) {
                     removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
                 }
                 upserts.append((newKey, .accessToken(accessToken)))

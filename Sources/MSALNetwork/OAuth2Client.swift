@@ -152,8 +152,7 @@ public struct OAuth2Client: Sendable {
     ) async throws(MSALError) -> ([String: JSONValue], HTTPResponse, String) {
         let host = endpoint.host ?? endpoint.absoluteString
         let request = HTTPRequest.formPost(url: endpoint, parameters: parameters, headers: Self.standardHeaders(correlationID: correlationID))
-        let grant = parameters["grant_type"].map { " (grant_type \($0))" } ?? ""
-        logger.debug("POST \(name) \(host)\(grant), correlation ID \(correlationID)")
+        logger.debug("POST \(name) \(host)\(parameters["grant_type"].map { " (grant_type \($0))" } ?? ""), correlation ID \(correlationID)")
         let started = Date()
         let response: HTTPResponse
         do {

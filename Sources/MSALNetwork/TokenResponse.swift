@@ -86,8 +86,16 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
             clientInfo: object.string("client_info"),
             familyID: object.string("foci") ?? object["foci"]?.doubleValue.map { String(Int($0)) },
             correlationID: correlationID,
-            additionalFields: object.filter { !Self.modeledFields.contains($0.key) }
+            additionalFields: Self.additionalFields(of: object)
         )
+    }
+
+    /// The fields of `object` that this type does not model; an empty dictionary (no allocation)
+    /// when there are none, as in most responses.
+    private static func additionalFields(of object: [String: JSONValue]) -> [String: JSONValue] {
+        var additional: [String: JSONValue] = [:]
+        for (name, value) in object where !modeledFields.contains(name) { additional[name] = value }
+        return additional
     }
 
     /// The token type, lifetimes, scope, correlation ID and which tokens are present; no token value.
