@@ -6,3 +6,23 @@ extension UInt8 {
         self >= UInt8(ascii: "A") && self <= UInt8(ascii: "Z") ? self | 0x20 : self
     }
 }
+
+extension String {
+    /// Whether the UTF-8 bytes of `needle` occur in this string's, compared byte for byte: for an
+    /// ASCII needle in a lowercased header value, what Foundation's `contains` answers, without its
+    /// `NSString` search (about 0.6 µs per call on Linux, against 0.1).
+    package func containsBytes(of needle: String) -> Bool {
+        var haystack = self, needle = needle
+        return haystack.withUTF8 { bytes in
+            needle.withUTF8 { wanted in
+                guard !wanted.isEmpty else { return true }
+                guard bytes.count >= wanted.count else { return false }
+                candidates: for start in 0...(bytes.count - wanted.count) {
+                    for offset in 0..<wanted.count where bytes[start + offset] != wanted[offset] { continue candidates }
+                    return true
+                }
+                return false
+            }
+        }
+    }
+}

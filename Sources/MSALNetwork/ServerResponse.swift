@@ -53,7 +53,7 @@ enum ServerResponse {
         let trimmed = response.body.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         if trimmed.isEmpty { throw invalid("with an empty body") }
         let contentType = response.header("content-type")?.lowercased() ?? ""
-        if contentType.contains("text/html") || trimmed.first == UInt8(ascii: "<") {
+        if contentType.containsBytes(of: "text/html") || trimmed.first == UInt8(ascii: "<") {
             throw invalid("with an HTML page instead of JSON")
         }
         guard let value = JSONValue(parsing: response.body) else { throw invalid("with a body that is not JSON") }
