@@ -25,6 +25,15 @@ final class KeptValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// Drops every kept value.
+    func removeAll() {
+        let dropped = values.withLock { kept -> [Key: Value] in
+            defer { kept = [:] }
+            return kept
+        }
+        withExtendedLifetime(dropped) {}
+    }
+
     /// The value kept for `key`, or the one `make` returns, then kept.
     func value(for key: Key, orMake make: () -> Value) -> Value {
         if let kept = value(for: key) { return kept }

@@ -41,10 +41,13 @@ public final class PublicClientApplication: Sendable {
     /// The decoded ID tokens of every instance in the process, so an instance opened on a cache
     /// another instance already read (a server that makes one per request, a second client ID)
     /// does not decode every tenant profile's ID token again. At most 16,384 kept: the four tenant
-    /// profiles of each of the 4,096 accounts a cache keeps assembled.
+    /// profiles of each of the 4,096 accounts a cache keeps assembled. They outlive the instance
+    /// that decoded them (the cache holds the same tokens); ``remove(account:)`` in any instance
+    /// drops them all, so no removed account's ID token stays in memory.
     static let sharedIDTokenClaims = KeptValues<JWTKey, IDTokenClaims>(limit: 16_384)
     /// Decoded `client_info` values by their encoded form, for every instance in the process: an
-    /// account's refreshes bring the same one each time. At most 4,096 kept.
+    /// account's refreshes bring the same one each time. At most 4,096 kept; dropped, as
+    /// ``sharedIDTokenClaims`` are, by ``remove(account:)``.
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
     /// ``sortedScopes(ofTarget:)`` by target.
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
@@ -687,12 +690,17 @@ public final class PublicClientApplication: Sendable {
 
     /// Removes the account's tokens for this application from the cache (access, refresh and ID
     /// tokens in every tenant) and its account entries when no other app still holds tokens for it.
-    /// Nothing is sent to the provider.
+    /// Nothing is sent to the provider. The ID tokens and `client_info` values the process keeps
+    /// decoded (for every instance) are dropped, so none of the removed account's stays in memory.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be written.
     public func remove(account: Account) throws(MSALError) {
         try cache.removeAccount(homeAccountID: account.identifier, environment: account.environment, clientID: configuration.clientID)
         // Kept answers are stale now (the cache changed); drop them so no removed token stays in memory.
         silentHits.removeAll()
+        // The same for decoded ID tokens and client_info: dropped for every account (they are
+        // decoded again as needed), which is simpler than finding the removed account's.
+        Self.sharedIDTokenClaims.removeAll()
+        Self.sharedClientInfos.removeAll()
         logger.info("removed account \(pii: account.identifier)")
     }
 

@@ -258,8 +258,10 @@ public final class TokenCache: Sendable {
     ///   one stored under another MSAL's key. An account entry without `account_source` keeps the
     ///   replaced entry's (a refresh does not say how the account signed in).
     /// - `nil` parameters leave existing entries alone.
-    /// - An entry equal to the one stored under its key is not written again (a refresh usually
-    ///   brings the same account and app metadata).
+    /// - An app metadata entry equal to the one stored under its key is not written again (every
+    ///   refresh brings the same one). Tokens and account entries are always written, so a save that
+    ///   races another writer's removal (a sign-out in another process) leaves all of them present,
+    ///   never a refresh token without its account.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read or written; then
     ///   nothing was saved.
     public func save(
@@ -307,14 +309,14 @@ public final class TokenCache: Sendable {
                 for key in keys where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
                 }
-                if index.contents.refreshTokens[newKey] != refreshToken { upserts.append((newKey, .refreshToken(refreshToken))) }
+                upserts.append((newKey, .refreshToken(refreshToken)))
             }
             if let idToken {
                 let newKey = idToken.key
                 for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
                 }
-                if index.contents.idTokens[newKey] != idToken { upserts.append((newKey, .idToken(idToken))) }
+                upserts.append((newKey, .idToken(idToken)))
             }
             if var account {
                 let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
@@ -328,7 +330,7 @@ public final class TokenCache: Sendable {
                     if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
                 }
                 if account.accountSource == nil { account.accountSource = replacedSource }
-                if index.contents.accounts[newKey] != account { upserts.append((newKey, .account(account))) }
+                upserts.append((newKey, .account(account)))
             }
             if let appMetadata {
                 let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
@@ -336,6 +338,8 @@ public final class TokenCache: Sendable {
                 for key in index.appMetadata[id] ?? [] where key != newKey {
                     removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
                 }
+                // Left out when unchanged: its absence after a race is harmless (membership unknown
+                // means the family refresh token is tried first, as before the first answer).
                 if index.contents.appMetadata[newKey] != appMetadata { upserts.append((newKey, .appMetadata(appMetadata))) }
             }
             let change = TokenCacheChange(

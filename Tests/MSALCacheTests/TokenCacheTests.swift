@@ -31,6 +31,27 @@ final class CountingStore: TokenCacheStore, @unchecked Sendable {
     func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() }
 }
 
+/// A store that runs `beforeNextApply` once, just before it applies the next change: another
+/// writer's change landing between a cache's look at the store and its write.
+final class InterposingStore: TokenCacheStore, @unchecked Sendable {
+    let inner: InMemoryTokenCacheStore
+    var beforeNextApply: (() throws -> Void)?
+    var accessGroup: String { inner.accessGroup }
+
+    init(inner: InMemoryTokenCacheStore) { self.inner = inner }
+
+    func readAll() throws(MSALError) -> TokenCacheContents { try inner.readAll() }
+    func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() }
+
+    func apply(_ change: TokenCacheChange) throws(MSALError) {
+        if let hook = beforeNextApply {
+            beforeNextApply = nil
+            do { try hook() } catch { throw .internal(.cacheError, "the interposed change failed: \(error)") }
+        }
+        try inner.apply(change)
+    }
+}
+
 @Suite("TokenCache")
 struct TokenCacheTests {
     let store = InMemoryTokenCacheStore()
@@ -92,8 +113,8 @@ struct TokenCacheTests {
         #expect(contents.accounts.count == 1)
     }
 
-    @Test("A refresh that brings the same account, ID token and app metadata writes only what changed")
-    func unchangedEntriesAreNotWrittenAgain() throws {
+    @Test("A refresh writes its tokens and account again and leaves out app metadata that did not change")
+    func unchangedAppMetadataIsNotWrittenAgain() throws {
         let store = CountingStore()
         let cache = TokenCache(store: store)
         var account = Sample.account()
@@ -103,35 +124,55 @@ struct TokenCacheTests {
                        idToken: Sample.idToken(secret: "ID-1"), account: account, appMetadata: metadata)
         #expect(store.changes.last?.upserts.count == 5)
 
+        func written() throws -> [String] {
+            try #require(store.changes.last).upserts.map { entry -> String in
+                switch entry {
+                case .accessToken(let token): "AT \(token.secret)"
+                case .refreshToken(let token): "RT \(token.secret)"
+                case .idToken(let token): "ID \(token.secret)"
+                case .account: "account"
+                case .appMetadata(let entry): "appmetadata \(entry.familyID ?? "none")"
+                }
+            }.sorted()
+        }
         // A refresh: new access and refresh tokens; the same ID token, account (without
         // account_source, as a refresh saves it) and app metadata.
         try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-2"), refreshToken: Sample.refreshToken(secret: "RT-2"),
                        idToken: Sample.idToken(secret: "ID-1"), account: Sample.account(), appMetadata: metadata)
-        let written = try #require(store.changes.last).upserts.map { entry -> String in
-            switch entry {
-            case .accessToken(let token): "AT \(token.secret)"
-            case .refreshToken(let token): "RT \(token.secret)"
-            case .idToken(let token): "ID \(token.secret)"
-            case .account: "account"
-            case .appMetadata: "appmetadata"
-            }
-        }
-        #expect(written.sorted() == ["AT AT-2", "RT RT-2"])
+        #expect(try written() == ["AT AT-2", "ID ID-1", "RT RT-2", "account"])
         let contents = try store.readAll()
         #expect(contents.accounts.values.map(\.accountSource) == ["device_code"])
         #expect(contents.appMetadata.values.map(\.familyID) == ["1"])
-        #expect(contents.idTokens.values.map(\.secret) == ["ID-1"])
 
-        // What differs is written: a new username, a new ID token, the family left.
-        try cache.save(accessToken: nil, refreshToken: nil, idToken: Sample.idToken(secret: "ID-2"),
-                       account: Sample.account(username: "alice@fabrikam.example"),
+        // App metadata that differs is written: the app left the family.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
                        appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: ""))
-        #expect(try #require(store.changes.last).upserts.count == 3)
-        let updated = try store.readAll()
-        #expect(updated.accounts.values.map(\.username) == ["alice@fabrikam.example"])
-        #expect(updated.accounts.values.map(\.accountSource) == ["device_code"])
-        #expect(updated.idTokens.values.map(\.secret) == ["ID-2"])
-        #expect(updated.appMetadata.values.map(\.familyID) == [""])
+        #expect(try written() == ["appmetadata "])
+        #expect(try store.readAll().appMetadata.values.map(\.familyID) == [""])
+    }
+
+    @Test("A refresh saved while another cache signs the account out leaves every entry of the save, not a refresh token alone")
+    func saveRacingAnotherWritersRemoval() throws {
+        let shared = InMemoryTokenCacheStore()
+        let interposing = InterposingStore(inner: shared)
+        let cache = TokenCache(store: interposing), other = TokenCache(store: shared)
+        let metadata = AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: nil)
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-1"), refreshToken: Sample.refreshToken(secret: "RT-1"),
+                       idToken: Sample.idToken(secret: "ID-1"), account: Sample.account(), appMetadata: metadata)
+        #expect(try cache.accounts().count == 1)
+
+        // The other cache removes the account after this cache checked the store, before its write.
+        interposing.beforeNextApply = {
+            try other.removeAccount(homeAccountID: Sample.home, environment: Sample.environment, clientID: Sample.clientID)
+        }
+        try cache.save(accessToken: Sample.accessToken(target: "a", secret: "AT-2"), refreshToken: Sample.refreshToken(secret: "RT-2"),
+                       idToken: Sample.idToken(secret: "ID-1"), account: Sample.account(), appMetadata: metadata)
+        let contents = try shared.readAll()
+        #expect(contents.accessTokens.values.map(\.secret) == ["AT-2"])
+        #expect(contents.refreshTokens.values.map(\.secret) == ["RT-2"])
+        #expect(contents.idTokens.values.map(\.secret) == ["ID-1"])
+        #expect(contents.accounts.count == 1)
+        #expect(try TokenCache(store: shared).accounts().count == 1)
     }
 
     @Test("A saved refresh token replaces the client's others (also MSAL Python's per-target ones) and its family's")
