@@ -10,7 +10,8 @@ extension UInt8 {
 extension String {
     /// Whether the UTF-8 bytes of `needle` occur in this string's, compared byte for byte: for an
     /// ASCII needle in a lowercased header value, what Foundation's `contains` answers, without its
-    /// `NSString` search (about 0.6 µs per call on Linux, against 0.1).
+    /// `NSString` search (about 0.6 µs per call on Linux, against 0.1). Unlike that search, a
+    /// combining mark right after the needle (`text/html\u{301}`) does not hide it.
     package func containsBytes(of needle: String) -> Bool {
         var haystack = self, needle = needle
         return haystack.withUTF8 { bytes in

@@ -15,6 +15,7 @@ struct ContainsBytesTests {
         ("", "text/html", false),
         ("anything", "", true),
         ("tetext/html", "text/html", true),
+        ("text/html\u{301}", "text/html", true),
     ])
     func containsBytes(haystack: String, needle: String, expected: Bool) {
         #expect(haystack.containsBytes(of: needle) == expected)
