@@ -35,10 +35,8 @@ public final class PublicClientApplication: Sendable {
     /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
     let knownCloudEnvironments = KeptValues<String, [String]>(limit: 1_024)
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
-    /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed.
-    /// ``sharedIDTokenClaims``: a JWT's claims are the same for every instance.
-    var idTokenClaims: KeptValues<JWTKey, IDTokenClaims> { Self.sharedIDTokenClaims }
-    /// The decoded ID tokens of every instance in the process, so an instance opened on a cache
+    /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed. Kept for
+    /// every instance in the process (a JWT's claims are the same for all), so an instance opened on a cache
     /// another instance already read (a server that makes one per request, a second client ID)
     /// does not decode every tenant profile's ID token again. At most 16,384 kept: the four tenant
     /// profiles of each of the 4,096 accounts a cache keeps assembled. They outlive the instance
@@ -717,12 +715,12 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
-    /// The claims of an ID token, decoded once per JWT (kept in ``idTokenClaims``); `nil` when it
+    /// The claims of an ID token, decoded once per JWT (kept in ``sharedIDTokenClaims``); `nil` when it
     /// does not decode.
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
-        if let claims = idTokenClaims.value(for: JWTKey(jwt: jwt)) { return claims }
+        if let claims = Self.sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { return claims }
         guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
-        idTokenClaims.keep(claims, for: JWTKey(jwt: jwt))
+        Self.sharedIDTokenClaims.keep(claims, for: JWTKey(jwt: jwt))
         return claims
     }
 

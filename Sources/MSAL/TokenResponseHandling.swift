@@ -58,7 +58,7 @@ extension PublicClientApplication {
                     allowedClockSkew: configuration.allowedClockSkew)
                 newClaims = claims
                 // The account is assembled again right after the save, with this token's claims.
-                idTokenClaims.keep(claims, for: JWTKey(jwt: idToken))
+                Self.sharedIDTokenClaims.keep(claims, for: JWTKey(jwt: idToken))
             } catch {
                 var failure = error
                 failure.correlationID = correlationID

@@ -277,6 +277,8 @@ public final class TokenCache: Sendable {
     /// ``save(accessToken:refreshToken:idToken:account:appMetadata:)`` with the access token's scopes
     /// already parsed (`ScopeSet(spaceDelimited: accessToken.target)`, which a token response's
     /// handler has), so they are not parsed again.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read or written; then
+    ///   nothing was saved.
     package func save(
         accessToken: AccessTokenEntry?,
         accessTokenScopes: ScopeSet?,
