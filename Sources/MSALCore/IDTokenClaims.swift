@@ -104,3 +104,20 @@ public struct IDTokenClaims: Sendable, Hashable {
         return trim(a) == trim(b)
     }
 }
+
+extension IDTokenClaims: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The claims' names only: neither the raw JWT (``rawValue``, secret-like) nor the claims'
+    /// values (personal data: names, usernames, object IDs) are shown, so printing an ``Account``
+    /// or an ID token's claims never puts them in a log line.
+    public var description: String {
+        "IDTokenClaims(claims: [\(all.keys.sorted().joined(separator: ", "))], rawValue: <redacted>)"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The claims' names only, so `dump` and debuggers show neither the JWT nor the values.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["claims": all.keys.sorted(), "rawValue": "<redacted>"], displayStyle: .struct)
+    }
+}
