@@ -572,7 +572,7 @@ public final class PublicClientApplication: Sendable {
         // The entry comes from a lookup that just checked the store: the account of the same state.
         let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
         let current = found ?? account
-        let claims = current.tenantProfiles.first { $0.tenantID.equalsIgnoringCase(entry.realm) }?.claims
+        let claims = current.claims(ofTenant: entry.realm)
         return (AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
             scopes: sortedScopes(ofTarget: entry.target), account: current, tenantID: entry.realm,
@@ -763,21 +763,5 @@ extension MSALError {
         var error = self
         error.correlationID = correlationID
         return error
-    }
-}
-
-extension String {
-    /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
-    func equalsIgnoringCase(_ other: String) -> Bool {
-        if self == other { return true }
-        let ascii = utf8.withContiguousStorageIfAvailable { lhs in
-            other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
-                guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return nil }
-                guard lhs.count == rhs.count else { return false }
-                for index in 0..<lhs.count where lhs[index].asciiLowercased != rhs[index].asciiLowercased { return false }
-                return true
-            } ?? nil
-        } ?? nil
-        return ascii ?? (lowercased() == other.lowercased())
     }
 }

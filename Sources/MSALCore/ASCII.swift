@@ -27,3 +27,19 @@ extension String {
         }
     }
 }
+
+extension String {
+    /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
+    package func equalsIgnoringCase(_ other: String) -> Bool {
+        if self == other { return true }
+        let ascii = utf8.withContiguousStorageIfAvailable { lhs in
+            other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
+                guard lhs.allSatisfy({ $0 < 0x80 }), rhs.allSatisfy({ $0 < 0x80 }) else { return nil }
+                guard lhs.count == rhs.count else { return false }
+                for index in 0..<lhs.count where lhs[index].asciiLowercased != rhs[index].asciiLowercased { return false }
+                return true
+            } ?? nil
+        } ?? nil
+        return ascii ?? (lowercased() == other.lowercased())
+    }
+}

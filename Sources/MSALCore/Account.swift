@@ -5,28 +5,61 @@ import Foundation
 ///
 /// Source: MSAL for iOS/macOS `MSALAccount` (`identifier` = home account ID, `username`,
 /// `environment`, `tenantProfiles`).
-public struct Account: Sendable, Hashable, Identifiable {
+public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
+    /// The fields, in one shared object: an account is copied into every request's parameters and
+    /// every result, and copying one reference costs less than copying each field (at a large
+    /// cache, each field's storage is a separate read from memory).
+    private final class Storage: Sendable {
+        let identifier: String
+        let username: String?
+        let environment: String
+        let tenantProfiles: [TenantProfile]
+
+        init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
+            self.identifier = identifier
+            self.username = username
+            self.environment = environment
+            self.tenantProfiles = tenantProfiles
+        }
+    }
+
+    private let storage: Storage
+
     /// The home account ID: `<uid>.<utid>` from Entra ID's `client_info`; the ID token's `sub`
     /// for other OpenID Connect providers. Stable across tenants; compare case-insensitively.
-    public let identifier: String
+    public var identifier: String { storage.identifier }
     /// The username shown to people (`preferred_username`, `upn` or `email`); `nil` if the provider
     /// sent none.
-    public let username: String?
+    public var username: String? { storage.username }
     /// The host of the authority that issued the account's tokens (`login.microsoftonline.com`,
     /// or `host:port` for a provider on a non-default port).
-    public let environment: String
+    public var environment: String { storage.environment }
     /// One profile per tenant the account has signed in to; the home tenant's has `isHomeTenant`.
-    public let tenantProfiles: [TenantProfile]
+    public var tenantProfiles: [TenantProfile] { storage.tenantProfiles }
 
     /// The account's identifier, as `Identifiable` wants it.
     public var id: String { identifier }
 
     /// Creates an account.
     public init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
-        self.identifier = identifier
-        self.username = username
-        self.environment = environment
-        self.tenantProfiles = tenantProfiles
+        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles)
+    }
+
+    /// The claims of the tenant profile whose tenant ID is `tenantID` (compared case-insensitively),
+    /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in
+    /// place, without copying one out.
+    package func claims(ofTenant tenantID: String) -> IDTokenClaims? {
+        storage.tenantProfiles.withUnsafeBufferPointer { profiles in
+            for index in profiles.indices where profiles[index].hasTenantID(tenantID) { return profiles[index].claims }
+            return nil
+        }
+    }
+
+    /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "identifier": identifier, "username": username as Any, "environment": environment, "tenantProfiles": tenantProfiles,
+        ])
     }
 
     /// The Entra ID object ID and tenant ID that make up ``identifier`` (`<uid>.<utid>`), or `nil`
@@ -59,25 +92,69 @@ public struct Account: Sendable, Hashable, Identifiable {
 }
 
 /// The account as seen by one tenant (MSAL for iOS/macOS `MSALTenantProfile`).
-public struct TenantProfile: Sendable, Hashable {
+public struct TenantProfile: Sendable, Hashable, CustomReflectable {
+    /// The fields, in one shared object (copying a profile copies one reference).
+    private final class Storage: Sendable {
+        let identifier: String
+        let tenantID: String
+        let environment: String
+        let isHomeTenant: Bool
+        let claims: IDTokenClaims?
+
+        init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: IDTokenClaims?) {
+            self.identifier = identifier
+            self.tenantID = tenantID
+            self.environment = environment
+            self.isHomeTenant = isHomeTenant
+            self.claims = claims
+        }
+    }
+
+    private let storage: Storage
+
     /// The user's object ID in this tenant (the cache's `local_account_id`); for OpenID Connect
     /// providers, the `sub`.
-    public let identifier: String
+    public var identifier: String { storage.identifier }
     /// The tenant ID (the cache's `realm`).
-    public let tenantID: String
+    public var tenantID: String { storage.tenantID }
     /// The environment (host) of the tenant.
-    public let environment: String
+    public var environment: String { storage.environment }
     /// Whether this is the user's home tenant.
-    public let isHomeTenant: Bool
+    public var isHomeTenant: Bool { storage.isHomeTenant }
     /// The claims of the latest ID token for this tenant, if one is cached.
-    public let claims: IDTokenClaims?
+    public var claims: IDTokenClaims? { storage.claims }
 
     /// Creates a tenant profile.
     public init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: IDTokenClaims?) {
-        self.identifier = identifier
-        self.tenantID = tenantID
-        self.environment = environment
-        self.isHomeTenant = isHomeTenant
-        self.claims = claims
+        storage = Storage(identifier: identifier, tenantID: tenantID, environment: environment, isHomeTenant: isHomeTenant, claims: claims)
+    }
+
+    /// Whether this profile's tenant ID is `tenantID`, compared case-insensitively.
+    func hasTenantID(_ tenantID: String) -> Bool {
+        storage.tenantID == tenantID || storage.tenantID.equalsIgnoringCase(tenantID)
+    }
+
+    /// Whether every field is equal (the tenant ID and environment as written).
+    public static func == (lhs: TenantProfile, rhs: TenantProfile) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.identifier == rhs.identifier && lhs.tenantID == rhs.tenantID && lhs.environment == rhs.environment
+                && lhs.isHomeTenant == rhs.isHomeTenant && lhs.claims == rhs.claims)
+    }
+
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(identifier)
+        hasher.combine(tenantID)
+        hasher.combine(environment)
+        hasher.combine(isHomeTenant)
+        hasher.combine(claims)
+    }
+
+    /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "identifier": identifier, "tenantID": tenantID, "environment": environment, "isHomeTenant": isHomeTenant,
+            "claims": claims as Any,
+        ])
     }
 }

@@ -179,6 +179,35 @@ struct SilentHitTableTests {
         #expect(memo.isInUse())
     }
 
+    @Test("Each window in a row that finds too few doubles the bypass, up to its longest; a useful window starts over")
+    func bypassDoubles() {
+        let memo = SilentHitMemo()
+        func failWindow() {
+            for index in 0..<SilentHitMemo.evaluationWindow { _ = memo.hit(for: Self.probe("scope-\(index)")) }
+        }
+        func bypassCount() -> Int {
+            var bypassed = 0
+            while !memo.isInUse() { bypassed += 1 }
+            return bypassed
+        }
+        var lengths: [Int] = []
+        for _ in 0..<8 {
+            failWindow()
+            lengths.append(bypassCount())
+        }
+        let doubling = (0..<8).map { min(SilentHitMemo.bypassLength << $0, SilentHitMemo.longestBypass) }
+        #expect(lengths == doubling)
+        #expect(lengths.last == SilentHitMemo.longestBypass)
+        // A window where most lookups find their answer resets the count.
+        let a = Self.probe("a")
+        memo.keep(Self.hit("t"), for: a, revision: 1)
+        memo.keep(Self.hit("t"), for: a, revision: 1)
+        for _ in 0..<SilentHitMemo.evaluationWindow { _ = memo.hit(for: a) }
+        #expect(memo.isInUse())
+        failWindow()
+        #expect(bypassCount() == SilentHitMemo.bypassLength)
+    }
+
     @Test("A window where enough lookups find answers keeps the table in use")
     func staysInUse() {
         let memo = SilentHitMemo()
@@ -186,7 +215,7 @@ struct SilentHitTableTests {
         memo.keep(Self.hit("t"), for: a, revision: 1)
         memo.keep(Self.hit("t"), for: a, revision: 1)
         for index in 0..<SilentHitMemo.evaluationWindow {
-            _ = memo.hit(for: index % 8 == 0 ? a : Self.probe("scope-\(index)"))
+            _ = memo.hit(for: index % 3 == 0 ? a : Self.probe("scope-\(index)"))
         }
         #expect(memo.isInUse())
         #expect(memo.isInUse())
