@@ -25,7 +25,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         let scopes: [String]
         let account: Account
         let tenantID: String
-        let idToken: String?
+        let rawIDToken: RawIDToken
         let idTokenClaims: IDTokenClaims?
         let tokenSource: TokenSource
         let authority: Authority
@@ -33,7 +33,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
 
         init(
             accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account, tenantID: String,
-            idToken: String?, idTokenClaims: IDTokenClaims?, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+            rawIDToken: RawIDToken, idTokenClaims: IDTokenClaims?, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
         ) {
             self.accessToken = accessToken
             self.tokenType = tokenType
@@ -41,12 +41,20 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
             self.scopes = scopes
             self.account = account
             self.tenantID = tenantID
-            self.idToken = idToken
+            self.rawIDToken = rawIDToken
             self.idTokenClaims = idTokenClaims
             self.tokenSource = tokenSource
             self.authority = authority
             self.isExtendedLifetimeToken = isExtendedLifetimeToken
         }
+    }
+
+    /// Where ``idToken`` comes from: a result from the cache reads it from its claims, so it holds
+    /// one reference for both.
+    enum RawIDToken: Sendable {
+        case absent
+        case ofClaims
+        case separate(String)
     }
 
     private let storage: Storage
@@ -64,7 +72,13 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     /// The tenant the token was issued in (`realm`): a tenant ID for Entra ID.
     public var tenantID: String { storage.tenantID }
     /// The raw ID token, if one is cached or was returned.
-    public var idToken: String? { storage.idToken }
+    public var idToken: String? {
+        switch storage.rawIDToken {
+        case .absent: nil
+        case .ofClaims: storage.idTokenClaims?.rawValue
+        case .separate(let token): token
+        }
+    }
     /// The claims of the ID token, if one is cached or was returned.
     public var idTokenClaims: IDTokenClaims? { storage.idTokenClaims }
     /// The correlation ID of the request that produced the token: for a cache hit, this call's; for
@@ -87,9 +101,39 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         tenantID: String, idToken: String?, idTokenClaims: IDTokenClaims?, correlationID: String,
         tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
+        let rawIDToken: RawIDToken
+        if let idToken {
+            // `==` on one storage compares no bytes.
+            rawIDToken = idToken == idTokenClaims?.rawValue ? .ofClaims : .separate(idToken)
+        } else {
+            rawIDToken = .absent
+        }
+        self.init(
+            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
+            tenantID: tenantID, rawIDToken: rawIDToken, idTokenClaims: idTokenClaims, correlationID: correlationID,
+            tokenSource: tokenSource, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+    }
+
+    /// Creates a result whose ID token is `idTokenClaims`' own (``IDTokenClaims/rawValue``), or absent.
+    init(
+        accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account,
+        tenantID: String, idTokenClaims: IDTokenClaims?, correlationID: String,
+        tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+    ) {
+        self.init(
+            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
+            tenantID: tenantID, rawIDToken: idTokenClaims == nil ? .absent : .ofClaims, idTokenClaims: idTokenClaims,
+            correlationID: correlationID, tokenSource: tokenSource, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+    }
+
+    private init(
+        accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account,
+        tenantID: String, rawIDToken: RawIDToken, idTokenClaims: IDTokenClaims?, correlationID: String,
+        tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+    ) {
         storage = Storage(
             accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
-            tenantID: tenantID, idToken: idToken, idTokenClaims: idTokenClaims, tokenSource: tokenSource,
+            tenantID: tenantID, rawIDToken: rawIDToken, idTokenClaims: idTokenClaims, tokenSource: tokenSource,
             authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlationID = correlationID
     }

@@ -576,7 +576,7 @@ public final class PublicClientApplication: Sendable {
         return (AuthenticationResult(
             accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
             scopes: sortedScopes(ofTarget: entry.target), account: current, tenantID: entry.realm,
-            idToken: claims?.rawValue, idTokenClaims: claims,
+            idTokenClaims: claims,
             correlationID: correlationID, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
     }

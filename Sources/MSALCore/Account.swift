@@ -14,12 +14,18 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         let username: String?
         let environment: String
         let tenantProfiles: [TenantProfile]
+        /// The profiles' tenant IDs and claims, in the profiles' order: what
+        /// ``Account/claims(ofTenant:)`` reads, without reading the profiles.
+        let tenantIDs: [String]
+        let tenantClaims: [IDTokenClaims?]
 
         init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
             self.identifier = identifier
             self.username = username
             self.environment = environment
             self.tenantProfiles = tenantProfiles
+            tenantIDs = tenantProfiles.map(\.tenantID)
+            tenantClaims = tenantProfiles.map(\.claims)
         }
     }
 
@@ -49,10 +55,12 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in
     /// place, without copying one out.
     package func claims(ofTenant tenantID: String) -> IDTokenClaims? {
-        storage.tenantProfiles.withUnsafeBufferPointer { profiles in
-            for index in profiles.indices where profiles[index].hasTenantID(tenantID) { return profiles[index].claims }
+        let tenantIDs = storage.tenantIDs
+        // Most often the tenant ID is as written in the cache: the first pass finds it.
+        guard let index = tenantIDs.firstIndex(of: tenantID) ?? tenantIDs.firstIndex(where: { $0.equalsIgnoringCase(tenantID) }) else {
             return nil
         }
+        return storage.tenantClaims[index]
     }
 
     /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
@@ -127,11 +135,6 @@ public struct TenantProfile: Sendable, Hashable, CustomReflectable {
     /// Creates a tenant profile.
     public init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: IDTokenClaims?) {
         storage = Storage(identifier: identifier, tenantID: tenantID, environment: environment, isHomeTenant: isHomeTenant, claims: claims)
-    }
-
-    /// Whether this profile's tenant ID is `tenantID`, compared case-insensitively.
-    func hasTenantID(_ tenantID: String) -> Bool {
-        storage.tenantID == tenantID || storage.tenantID.equalsIgnoringCase(tenantID)
     }
 
     /// Whether every field is equal (the tenant ID and environment as written).

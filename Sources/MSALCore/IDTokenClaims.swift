@@ -6,10 +6,35 @@ public import Foundation
 /// came straight from the token endpoint over TLS (OpenID Connect Core §3.1.3.7, item 6). It does
 /// validate `iss`, `aud`, `exp` and `nonce` (``validate(issuer:clientID:nonce:now:allowedClockSkew:)``).
 public struct IDTokenClaims: Sendable, Hashable {
+    /// The claims and the JWT, in one shared object: every cache hit's result carries the claims,
+    /// and copying one reference costs less than copying two.
+    private final class Storage: Sendable {
+        let all: [String: JSONValue]
+        let rawValue: String
+
+        init(all: [String: JSONValue], rawValue: String) {
+            self.all = all
+            self.rawValue = rawValue
+        }
+    }
+
+    private let storage: Storage
+
     /// Every claim of the payload.
-    public let all: [String: JSONValue]
+    public var all: [String: JSONValue] { storage.all }
     /// The raw JWT (a secret-like value: never log it).
-    public let rawValue: String
+    public var rawValue: String { storage.rawValue }
+
+    /// Whether the claims and the JWT are equal.
+    public static func == (lhs: IDTokenClaims, rhs: IDTokenClaims) -> Bool {
+        lhs.storage === rhs.storage || (lhs.rawValue == rhs.rawValue && lhs.all == rhs.all)
+    }
+
+    /// Hashes the claims and the JWT.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(all)
+        hasher.combine(rawValue)
+    }
 
     /// Decodes the payload of a compact JWT (RFC 7519 §7.2); the signature is not checked.
     /// - Throws: ``MSALError`` `.internal(.invalidIDToken)` when the token does not have three
@@ -24,8 +49,7 @@ public struct IDTokenClaims: Sendable, Hashable {
         else {
             throw .internal(.invalidIDToken, "The ID token's payload is not base64url-encoded JSON.")
         }
-        all = object
-        rawValue = jwt
+        storage = Storage(all: object, rawValue: jwt)
     }
 
     /// `iss`: the issuer identifier.

@@ -1,0 +1,59 @@
+import Foundation
+import MSALCore
+import Testing
+
+@Suite("Accounts, tenant profiles and claims share their fields, and read and compare as values")
+struct AccountStorageTests {
+    static func claims(sub: String, tid: String) throws -> IDTokenClaims {
+        let header = Base64URL.encode(Data(#"{"alg":"none"}"#.utf8))
+        let payload = Base64URL.encode(Data(#"{"sub":"\#(sub)","tid":"\#(tid)"}"#.utf8))
+        return try IDTokenClaims(jwt: "\(header).\(payload).sig")
+    }
+
+    static func profile(_ tenantID: String, claims: IDTokenClaims?, home: Bool = false) -> TenantProfile {
+        TenantProfile(identifier: "oid-\(tenantID)", tenantID: tenantID, environment: "login.microsoftonline.com", isHomeTenant: home, claims: claims)
+    }
+
+    @Test("claims(ofTenant:) finds a profile's claims as written and case-insensitively, and nil for an unknown tenant or a profile without claims")
+    func claimsOfTenant() throws {
+        let home = try Self.claims(sub: "s1", tid: "Tenant-A")
+        let guest = try Self.claims(sub: "s2", tid: "tenant-b")
+        let account = Account(
+            identifier: "uid.tenant-a", username: "user@contoso.example", environment: "login.microsoftonline.com",
+            tenantProfiles: [Self.profile("Tenant-A", claims: home, home: true), Self.profile("tenant-b", claims: guest), Self.profile("tenant-c", claims: nil)])
+        #expect(account.claims(ofTenant: "Tenant-A") == home)
+        #expect(account.claims(ofTenant: "tenant-a") == home)
+        #expect(account.claims(ofTenant: "TENANT-B") == guest)
+        #expect(account.claims(ofTenant: "tenant-c") == nil)
+        #expect(account.claims(ofTenant: "tenant-d") == nil)
+        #expect(account.tenantProfiles.map(\.tenantID) == ["Tenant-A", "tenant-b", "tenant-c"])
+        #expect(account.tenantProfiles[0].claims?.subject == "s1")
+    }
+
+    @Test("Profiles and claims built separately from equal fields are equal and hash alike; any field that differs makes them differ")
+    func valueSemantics() throws {
+        let a = try Self.claims(sub: "s1", tid: "t")
+        let b = try Self.claims(sub: "s1", tid: "t")
+        let other = try Self.claims(sub: "s2", tid: "t")
+        #expect(a == b && a.hashValue == b.hashValue)
+        #expect(a != other)
+        let p = Self.profile("t", claims: a), q = Self.profile("t", claims: b)
+        #expect(p == q && p.hashValue == q.hashValue)
+        #expect(p != Self.profile("t", claims: other))
+        #expect(p != Self.profile("t", claims: a, home: true))
+        #expect(p != Self.profile("u", claims: a))
+        #expect(Set([p, q]).count == 1)
+    }
+
+    @Test("dump shows an account's and a profile's fields by name")
+    func mirror() throws {
+        let account = Account(
+            identifier: "uid.utid", username: nil, environment: "login.microsoftonline.com",
+            tenantProfiles: [Self.profile("utid", claims: nil, home: true)])
+        #expect(Mirror(reflecting: account).children.map(\.label) == ["identifier", "username", "environment", "tenantProfiles"])
+        #expect(Mirror(reflecting: account.tenantProfiles[0]).children.map(\.label) == ["identifier", "tenantID", "environment", "isHomeTenant", "claims"])
+        var dumped = ""
+        dump(account, to: &dumped)
+        #expect(dumped.contains("identifier: \"uid.utid\"") && dumped.contains("tenantID: \"utid\"") && !dumped.contains("Storage"))
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+@testable import MSAL
+import MSALCore
+import Testing
+
+@Suite("A result's ID token is the one it was given")
+struct AuthenticationResultTests {
+    static func claims(_ sub: String) throws -> IDTokenClaims {
+        let header = Base64URL.encode(Data(#"{"alg":"none"}"#.utf8))
+        let payload = Base64URL.encode(Data(#"{"sub":"\#(sub)"}"#.utf8))
+        return try IDTokenClaims(jwt: "\(header).\(payload).sig")
+    }
+
+    static func result(idToken: String?, claims: IDTokenClaims?) throws -> AuthenticationResult {
+        AuthenticationResult(
+            accessToken: "at", tokenType: "Bearer", expiresOn: Date(timeIntervalSince1970: 2_000_000_000), scopes: ["s"],
+            account: Account(identifier: "uid.utid", username: nil, environment: "login.example", tenantProfiles: []),
+            tenantID: "utid", idToken: idToken, idTokenClaims: claims, correlationID: "c", tokenSource: .cache,
+            authority: try Authority("https://login.microsoftonline.com/utid"))
+    }
+
+    @Test("The claims' own token, another token, no token with claims, and neither, each read back as given")
+    func idToken() throws {
+        let claims = try Self.claims("s1")
+        let copy = String(decoding: Array(claims.rawValue.utf8), as: UTF8.self)  // equal, another storage
+        #expect(try Self.result(idToken: claims.rawValue, claims: claims).idToken == claims.rawValue)
+        #expect(try Self.result(idToken: copy, claims: claims).idToken == claims.rawValue)
+        #expect(try Self.result(idToken: "other.jwt.value", claims: claims).idToken == "other.jwt.value")
+        #expect(try Self.result(idToken: nil, claims: claims).idToken == nil)
+        #expect(try Self.result(idToken: nil, claims: claims).idTokenClaims == claims)
+        #expect(try Self.result(idToken: "only.the.token", claims: nil).idToken == "only.the.token")
+        #expect(try Self.result(idToken: nil, claims: nil).idToken == nil)
+    }
+}
