@@ -835,10 +835,15 @@ struct ScopeTable: Sendable {
     func ids(of scopes: ScopeSet) -> [Int32]? {
         var ids: [Int32] = []
         ids.reserveCapacity(scopes.count)
-        for scope in scopes.normalized {
-            guard let id = numbers[scope] else { return nil }
+        var unknown = false
+        scopes.forEachNormalized { scope in
+            guard !unknown, let id = numbers[scope] else {
+                unknown = true
+                return
+            }
             ids.append(id)
         }
+        guard !unknown else { return nil }
         ids.sort()
         return ids
     }

@@ -43,3 +43,21 @@ extension String {
         return ascii ?? (lowercased() == other.lowercased())
     }
 }
+
+extension String {
+    /// This string with its ASCII capital letters (`A`–`Z`) turned into small letters and every
+    /// other byte kept: `lowercased()` for an ASCII string, without Unicode case mapping, and the
+    /// string itself (no copy) when it has no capital letter.
+    package func asciiLowercased() -> String {
+        var string = self
+        let lowered = string.withUTF8 { bytes -> String? in
+            guard let first = bytes.firstIndex(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
+            return String(unsafeUninitializedCapacity: bytes.count) { buffer in
+                for index in 0..<first { buffer[index] = bytes[index] }
+                for index in first..<bytes.count { buffer[index] = bytes[index].asciiLowercased }
+                return bytes.count
+            }
+        }
+        return lowered ?? self
+    }
+}

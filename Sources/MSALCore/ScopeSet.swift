@@ -94,6 +94,11 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
     /// The lowercased scopes, sorted.
     public var normalized: [String] { storage.map(\.lower) }
 
+    /// Calls `body` with each lowercased scope, in ``normalized`` order, without building an array.
+    package func forEachNormalized<E: Error>(_ body: (String) throws(E) -> Void) throws(E) {
+        for index in storage.indices { try body(storage[index].lower) }
+    }
+
     /// The scopes joined with single spaces, in ``scopes`` order: the wire form of RFC 6749 §3.3.
     public var joined: String { scopes.joined(separator: " ") }
 
@@ -247,7 +252,7 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
                 !bytes.isEmpty && bytes.allSatisfy { $0 == 0x21 || ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) }
             }
             guard valid else { return nil }
-            let lower = scope.lowercased()
+            let lower = scope.asciiLowercased()
             guard !reservedOIDCScopes.position(of: lower).found else { return nil }
             // Insertion keeps the set sorted; a later spelling of a scope already in it is dropped.
             let (index, found) = set.position(of: lower)
