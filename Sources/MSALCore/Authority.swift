@@ -98,25 +98,64 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
     /// with `type: .aad`.
     public static let knownB2CHostSuffixes: Set<String> = ["b2clogin.com", "b2clogin.cn", "b2clogin.us", "b2clogin.de"]
 
+    /// The fields, in one shared object: an authority is copied into every request's parameters,
+    /// lookups and results, and copying one reference costs less than copying each field.
+    private final class Storage: Sendable {
+        let url: URL
+        let type: AuthorityType
+        let tenant: AuthorityTenant?
+        let policy: String?
+        let environment: String
+        let isLoopback: Bool
+
+        init(url: URL, type: AuthorityType, tenant: AuthorityTenant?, policy: String?, environment: String, isLoopback: Bool) {
+            self.url = url
+            self.type = type
+            self.tenant = tenant
+            self.policy = policy
+            self.environment = environment
+            self.isLoopback = isLoopback
+        }
+    }
+
+    private let storage: Storage
+
     /// The normalized authority URL: scheme and host lowercased, no query, fragment or trailing slash.
     /// For ``AuthorityType/aad``, `https://<host>/<tenant>`; for ``AuthorityType/b2c``,
     /// `https://<host>/tfp/<tenant>/<policy>` or `https://<host>/<tenant>/<policy>` (the shape given);
     /// for ``AuthorityType/adfs``, `https://<host>/adfs`.
-    public let url: URL
+    public var url: URL { storage.url }
     /// The provider kind.
-    public let type: AuthorityType
+    public var type: AuthorityType { storage.type }
     /// For ``AuthorityType/aad`` and ``AuthorityType/b2c``: the tenant segment; `nil` for OpenID
     /// Connect and AD FS.
-    public let tenant: AuthorityTenant?
+    public var tenant: AuthorityTenant? { storage.tenant }
     /// For ``AuthorityType/b2c``: the policy (user flow or custom policy, e.g. `B2C_1_SignUpSignIn`),
     /// as given; `nil` for the other types.
-    public let policy: String?
+    public var policy: String? { storage.policy }
     /// The host, with `:port` when the URL names a port. This is the `environment` of cache entries.
     /// (Derived from ``url`` once: silent requests read it on every call.)
-    public let environment: String
+    public var environment: String { storage.environment }
     /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`,
     /// `localhost`). Derived from ``url`` once.
-    public let isLoopback: Bool
+    public var isLoopback: Bool { storage.isLoopback }
+
+    /// Whether both are the same authority: every field equal.
+    public static func == (lhs: Authority, rhs: Authority) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.url == rhs.url && lhs.type == rhs.type && lhs.tenant == rhs.tenant && lhs.policy == rhs.policy
+                && lhs.environment == rhs.environment && lhs.isLoopback == rhs.isLoopback)
+    }
+
+    /// Hashes every field.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(type)
+        hasher.combine(tenant)
+        hasher.combine(policy)
+        hasher.combine(environment)
+        hasher.combine(isLoopback)
+    }
 
     /// Parses and classifies an authority.
     ///
@@ -168,6 +207,7 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
         normalized.host = host
         normalized.port = components.port
         var policy: String?
+        let tenant: AuthorityTenant?
         switch resolvedType {
         case .aad:
             guard let first = segments.first else {
@@ -176,12 +216,12 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
                     "An Entra ID authority needs a tenant: https://\(host)/{common|organizations|consumers|<tenant id or domain>}."
                 )
             }
-            let tenant = AuthorityTenant(segment: first)
-            normalized.path = "/" + tenant.segment
-            self.tenant = tenant
+            let segment = AuthorityTenant(segment: first)
+            normalized.path = "/" + segment.segment
+            tenant = segment
         case .oidc:
             normalized.path = segments.isEmpty ? "" : "/" + segments.joined(separator: "/")
-            self.tenant = nil
+            tenant = nil
         case .b2c:
             // MSAL for iOS/macOS keeps `tfp/<tenant>/<policy>` and drops what follows; other shapes
             // are `<tenant>/<policy>`.
@@ -200,26 +240,25 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
                     "The B2C authority's host '\(environment)' is not trusted: add '\(environment)' to knownAuthorities (instance discovery cannot validate B2C hosts)."
                 )
             }
-            let tenant = AuthorityTenant(segment: rest[0])
-            normalized.path = (tfp ? "/tfp/" : "/") + tenant.segment + "/" + rest[1]
-            self.tenant = tenant
+            let segment = AuthorityTenant(segment: rest[0])
+            normalized.path = (tfp ? "/tfp/" : "/") + segment.segment + "/" + rest[1]
+            tenant = segment
             policy = rest[1]
         case .adfs:
             guard first == "adfs" else {
                 throw .internal(.invalidAuthority, "An AD FS authority is https://\(host)/adfs.")
             }
             normalized.path = "/adfs"
-            self.tenant = nil
+            tenant = nil
         }
         guard let url = normalized.url else {
             throw .internal(.invalidAuthority, "The authority '\(string)' could not be normalized.")
         }
-        self.url = url
-        self.type = resolvedType
-        self.policy = policy
         let normalizedHost = url.host ?? ""
-        self.environment = url.port.map { "\(normalizedHost):\($0)" } ?? normalizedHost
-        self.isLoopback = Authority.isLoopbackHost(normalizedHost)
+        storage = Storage(
+            url: url, type: resolvedType, tenant: tenant, policy: policy,
+            environment: url.port.map { "\(normalizedHost):\($0)" } ?? normalizedHost,
+            isLoopback: Authority.isLoopbackHost(normalizedHost))
     }
 
     /// The type of an authority parsed without an explicit one (see ``init(_:type:knownAuthorities:)``).

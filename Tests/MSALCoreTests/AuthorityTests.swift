@@ -182,4 +182,21 @@ struct AuthorityTests {
     func rawValues() {
         #expect(AuthorityType.allCases.map(\.rawValue) == ["aad", "oidc", "b2c", "adfs"])
     }
+
+    @Test("Authorities parsed separately from equivalent strings are equal and hash alike; another tenant, host, port, type or policy differs")
+    func equality() throws {
+        let a = try Authority("https://login.microsoftonline.com/contoso.onmicrosoft.com")
+        let b = try Authority("HTTPS://Login.MicrosoftOnline.com/contoso.onmicrosoft.com/")
+        #expect(a == b && a.hashValue == b.hashValue)
+        #expect(Set([a, b]).count == 1)
+        #expect(a == a.withTenant("contoso.onmicrosoft.com"))
+        #expect(a != (try Authority("https://login.microsoftonline.com/common")))
+        #expect(a != (try Authority("https://login.microsoftonline.us/contoso.onmicrosoft.com")))
+        #expect((try Authority("http://127.0.0.1:8080/t", type: .aad)) != (try Authority("http://127.0.0.1:8081/t", type: .aad)))
+        #expect((try Authority("https://idp.example.com/adfs", type: .adfs)) != (try Authority("https://idp.example.com/adfs", type: .oidc)))
+        let hosts: Set<String> = ["contoso.b2clogin.com"]
+        let signIn = try Authority("https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_signin", knownAuthorities: hosts)
+        let edit = try Authority("https://contoso.b2clogin.com/tfp/contoso.onmicrosoft.com/B2C_1_edit", knownAuthorities: hosts)
+        #expect(signIn != edit && signIn.policy == "B2C_1_signin" && edit.policy == "B2C_1_edit")
+    }
 }
