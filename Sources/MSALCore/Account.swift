@@ -16,17 +16,21 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         let tenantProfiles: [TenantProfile]
         /// The profiles' tenant IDs and claims, in the profiles' order: what
         /// ``Account/claims(ofTenant:)`` reads, without reading the profiles.
-        let tenantIDs: [String]
-        let tenantClaims: [IDTokenClaims?]
+        let tenantClaims: [TenantClaims]
 
         init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
             self.identifier = identifier
             self.username = username
             self.environment = environment
             self.tenantProfiles = tenantProfiles
-            tenantIDs = tenantProfiles.map(\.tenantID)
-            tenantClaims = tenantProfiles.map(\.claims)
+            tenantClaims = tenantProfiles.map { TenantClaims(tenantID: $0.tenantID, claims: $0.claims) }
         }
+    }
+
+    /// A profile's tenant ID and claims.
+    private struct TenantClaims: Sendable {
+        let tenantID: String
+        let claims: IDTokenClaims?
     }
 
     private let storage: Storage
@@ -55,12 +59,13 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in
     /// place, without copying one out.
     package func claims(ofTenant tenantID: String) -> IDTokenClaims? {
-        let tenantIDs = storage.tenantIDs
-        // Most often the tenant ID is as written in the cache: the first pass finds it.
-        guard let index = tenantIDs.firstIndex(of: tenantID) ?? tenantIDs.firstIndex(where: { $0.equalsIgnoringCase(tenantID) }) else {
+        storage.tenantClaims.withUnsafeBufferPointer { pairs in
+            // Most often the tenant ID is as written in the cache: the first pass finds it. Only the
+            // tenant IDs are read until one matches.
+            for index in pairs.indices where pairs[index].tenantID == tenantID { return pairs[index].claims }
+            for index in pairs.indices where pairs[index].tenantID.equalsIgnoringCase(tenantID) { return pairs[index].claims }
             return nil
         }
-        return storage.tenantClaims[index]
     }
 
     /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
