@@ -1,5 +1,6 @@
 public import Foundation
 public import MSALCore
+import MSALCache
 
 /// Where the access token of a result came from.
 ///
@@ -19,39 +20,53 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     /// hit (the same token and account, a new correlation ID), and copying one reference costs less
     /// than copying a dozen fields.
     private final class Storage: Sendable {
-        let accessToken: String
+        let token: Token
         let tokenType: String
         let expiresOn: Date
         let scopes: [String]
         let account: Account
         let tenantID: String
-        let rawIDToken: RawIDToken
-        let idTokenClaims: IDTokenClaims?
+        let identity: Identity
         let tokenSource: TokenSource
         let authority: Authority
         let isExtendedLifetimeToken: Bool
 
         init(
-            accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account, tenantID: String,
-            rawIDToken: RawIDToken, idTokenClaims: IDTokenClaims?, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+            token: Token, tokenType: String, expiresOn: Date, scopes: [String], account: Account, tenantID: String,
+            identity: Identity, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
         ) {
-            self.accessToken = accessToken
+            self.token = token
             self.tokenType = tokenType
             self.expiresOn = expiresOn
             self.scopes = scopes
             self.account = account
             self.tenantID = tenantID
-            self.rawIDToken = rawIDToken
-            self.idTokenClaims = idTokenClaims
+            self.identity = identity
             self.tokenSource = tokenSource
             self.authority = authority
             self.isExtendedLifetimeToken = isExtendedLifetimeToken
         }
     }
 
-    /// Where ``idToken`` comes from: a result from the cache reads it from its claims, so it holds
-    /// one reference for both.
-    enum RawIDToken: Sendable {
+    /// Where ``accessToken`` comes from: a result from the cache holds the cache entry (already read
+    /// to find it) and reads the token from it when asked.
+    private enum Token: Sendable {
+        case value(String)
+        case entry(AccessTokenEntry)
+    }
+
+    /// Where ``idToken`` and ``idTokenClaims`` come from: a result from the cache reads them, when
+    /// asked, from its account's profile for ``tenantID`` (an immutable value: the same answer as
+    /// reading them up front, without reading them on every hit).
+    private enum Identity: Sendable {
+        /// Claims given, and an ID token that is absent, the claims' own, or another one.
+        case given(IDTokenClaims?, rawIDToken: RawIDToken)
+        /// The claims of the account's profile for the result's tenant, and their JWT.
+        case ofAccountTenant
+    }
+
+    /// An ID token given with claims.
+    private enum RawIDToken: Sendable {
         case absent
         case ofClaims
         case separate(String)
@@ -60,7 +75,12 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     private let storage: Storage
 
     /// The access token, to send as `Authorization: Bearer <token>` (RFC 6750).
-    public var accessToken: String { storage.accessToken }
+    public var accessToken: String {
+        switch storage.token {
+        case .value(let token): token
+        case .entry(let entry): entry.secret
+        }
+    }
     /// The token type, normally `Bearer`.
     public var tokenType: String { storage.tokenType }
     /// When the access token expires (absolute instant; render in UTC).
@@ -73,14 +93,20 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
     public var tenantID: String { storage.tenantID }
     /// The raw ID token, if one is cached or was returned.
     public var idToken: String? {
-        switch storage.rawIDToken {
-        case .absent: nil
-        case .ofClaims: storage.idTokenClaims?.rawValue
-        case .separate(let token): token
+        switch storage.identity {
+        case .given(let claims, .ofClaims): claims?.rawValue
+        case .given(_, .separate(let token)): token
+        case .given(_, .absent): nil
+        case .ofAccountTenant: idTokenClaims?.rawValue
         }
     }
     /// The claims of the ID token, if one is cached or was returned.
-    public var idTokenClaims: IDTokenClaims? { storage.idTokenClaims }
+    public var idTokenClaims: IDTokenClaims? {
+        switch storage.identity {
+        case .given(let claims, _): claims
+        case .ofAccountTenant: storage.account.claims(ofTenant: storage.tenantID)
+        }
+    }
     /// The correlation ID of the request that produced the token: for a cache hit, this call's; for
     /// a call that waited on a refresh another concurrent call made for the same account and scopes
     /// (one network request serves them all), that request's, which is the one the provider logged.
@@ -108,33 +134,24 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
         } else {
             rawIDToken = .absent
         }
-        self.init(
-            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
-            tenantID: tenantID, rawIDToken: rawIDToken, idTokenClaims: idTokenClaims, correlationID: correlationID,
-            tokenSource: tokenSource, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+        storage = Storage(
+            token: .value(accessToken), tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
+            tenantID: tenantID, identity: .given(idTokenClaims, rawIDToken: rawIDToken), tokenSource: tokenSource,
+            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+        self.correlationID = correlationID
     }
 
-    /// Creates a result whose ID token is `idTokenClaims`' own (``IDTokenClaims/rawValue``), or absent.
+    /// Creates the result of a cached access token: its token, type, expiry and tenant (`realm`)
+    /// come from `entry`; its ID token and claims are those of `account`'s profile for that tenant
+    /// (``Account/claims(ofTenant:)``), or absent.
     init(
-        accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account,
-        tenantID: String, idTokenClaims: IDTokenClaims?, correlationID: String,
-        tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
-    ) {
-        self.init(
-            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
-            tenantID: tenantID, rawIDToken: idTokenClaims == nil ? .absent : .ofClaims, idTokenClaims: idTokenClaims,
-            correlationID: correlationID, tokenSource: tokenSource, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
-    }
-
-    private init(
-        accessToken: String, tokenType: String, expiresOn: Date, scopes: [String], account: Account,
-        tenantID: String, rawIDToken: RawIDToken, idTokenClaims: IDTokenClaims?, correlationID: String,
-        tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
+        cached entry: AccessTokenEntry, scopes: [String], account: Account, correlationID: String,
+        authority: Authority, isExtendedLifetimeToken: Bool
     ) {
         storage = Storage(
-            accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
-            tenantID: tenantID, rawIDToken: rawIDToken, idTokenClaims: idTokenClaims, tokenSource: tokenSource,
-            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+            token: .entry(entry), tokenType: entry.tokenType, expiresOn: entry.expiresOn, scopes: scopes, account: account,
+            tenantID: entry.realm, identity: .ofAccountTenant, tokenSource: .cache, authority: authority,
+            isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlationID = correlationID
     }
 

@@ -51,6 +51,10 @@ public final class PublicClientApplication: Sendable {
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
+    /// This instance's number, unique in the process: the ``AccountOrigin/application`` of the
+    /// accounts it assembles.
+    let instanceNumber = PublicClientApplication.instanceNumbers.add(1, ordering: .relaxed).newValue
+    private static let instanceNumbers = Atomic<UInt64>(0)
 
     /// The token cache store the application opened from ``PublicClientApplicationConfiguration/cacheBackend``
     /// (for ``TokenCacheBackend/platformDefault``: the keyring or the encrypted file, whichever it chose).
@@ -266,7 +270,8 @@ public final class PublicClientApplication: Sendable {
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
         let environments = try await self.environments(for: authority, correlationID: correlationID)
-        let cached = try cachedAccessToken(account: account, environments: environments, realm: realm, scopes: scopes)
+        let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: scopes)
+        let cached = found?.entry
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
             expirationBuffer: configuration.tokenExpirationBuffer,
@@ -277,7 +282,8 @@ public final class PublicClientApplication: Sendable {
         let extraParameters = requestParameters
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
-            let (result, accountIsCached) = try cachedResultAndSource(cached, account: account, authority: authority, correlationID: correlationID)
+            let (result, accountIsCached) = try cachedResultAndSource(
+                cached, account: account, authority: authority, correlationID: correlationID, revision: found?.revision)
             if let probe, accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
                 silentHits.keep(
                     SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
@@ -435,8 +441,15 @@ public final class PublicClientApplication: Sendable {
     private func cachedAccessToken(
         account: Account, environments: [String], realm: String, scopes: ScopeSet
     ) throws(MSALError) -> AccessTokenEntry? {
+        try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: scopes)?.entry
+    }
+
+    /// ``cachedAccessToken(account:environments:realm:scopes:)`` with the cache revision it was found at.
+    private func cachedAccessTokenAndRevision(
+        account: Account, environments: [String], realm: String, scopes: ScopeSet
+    ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
         for alias in environments {
-            if let found = try cache.accessToken(
+            if let found = try cache.accessTokenAndRevision(
                 homeAccountID: account.identifier, environment: alias, realm: realm, clientID: configuration.clientID, scopes: scopes) {
                 return found
             }
@@ -566,19 +579,23 @@ public final class PublicClientApplication: Sendable {
 
     /// ``cachedResult(_:account:authority:correlationID:isExtendedLifetimeToken:)``, and whether its
     /// account came from the cache (`false`: the caller's account, which the cache does not hold).
+    /// - Parameter revision: the cache revision `entry` was found at, when known: a caller's account
+    ///   that this instance assembled at that revision is the account of that state, used as it is.
     private func cachedResultAndSource(
-        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
+        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String,
+        isExtendedLifetimeToken: Bool = false, revision: UInt64? = nil
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
-        // The entry comes from a lookup that just checked the store: the account of the same state.
-        let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
+        let found: Account?
+        if let revision, account.origin == AccountOrigin(application: instanceNumber, revision: revision) {
+            found = account
+        } else {
+            // The entry comes from a lookup that just checked the store: the account of the same state.
+            found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
+        }
         let current = found ?? account
-        let claims = current.claims(ofTenant: entry.realm)
         return (AuthenticationResult(
-            accessToken: entry.secret, tokenType: entry.tokenType, expiresOn: entry.expiresOn,
-            scopes: sortedScopes(ofTarget: entry.target), account: current, tenantID: entry.realm,
-            idTokenClaims: claims,
-            correlationID: correlationID, tokenSource: .cache, authority: authority,
-            isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
+            cached: entry, scopes: sortedScopes(ofTarget: entry.target), account: current, correlationID: correlationID,
+            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
     }
 
     /// Whether the provider was unavailable rather than refusing: a 5xx, a timeout, a network error.
@@ -709,9 +726,12 @@ public final class PublicClientApplication: Sendable {
     func account(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> Account? {
         let key = DerivedValueKey(kind: "account", homeAccountID, environment)
         return try cache.derivedValue(for: key, checkingStore: checkingStore) { () throws(MSALError) -> Account? in
+            // Read before the lookups, so the stamp is never newer than the state they see (an
+            // account stamped with the current revision is then that state's account).
+            let origin = AccountOrigin(application: instanceNumber, revision: cache.lastSeenRevision())
             let profiles = try cache.tenantProfiles(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
             guard !profiles.isEmpty else { return nil }
-            return makeAccount(profiles)
+            return makeAccount(profiles, origin: origin)
         }
     }
 
@@ -740,7 +760,7 @@ public final class PublicClientApplication: Sendable {
     }
 
     /// The account of one home account's tenant profiles (account entries with their ID tokens).
-    private func makeAccount(_ entries: [(account: AccountEntry, idToken: IDTokenEntry?)]) -> Account {
+    private func makeAccount(_ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin) -> Account {
         let first = entries[0].account
         let homeTenant = Account(identifier: first.homeAccountID, username: nil, environment: first.environment, tenantProfiles: []).homeAccountID?.tenantID
         var profiles: [TenantProfile] = []
@@ -752,7 +772,7 @@ public final class PublicClientApplication: Sendable {
         }
         let homeEntry = entries.first { entry in homeTenant.map { $0.equalsIgnoringCase(entry.account.realm) } ?? true }?.account
         let username = homeEntry?.username ?? entries.lazy.compactMap(\.account.username).first
-        return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles)
+        return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles, origin: origin)
     }
 }
 

@@ -62,9 +62,19 @@ public final class TokenCache: Sendable {
     public func accessToken(
         homeAccountID: String, environment: String, realm: String, clientID: String, scopes: ScopeSet
     ) throws(MSALError) -> AccessTokenEntry? {
-        try withIndex { index in
+        try accessTokenAndRevision(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID, scopes: scopes)?.entry
+    }
+
+    /// ``accessToken(homeAccountID:environment:realm:clientID:scopes:)``, with the ``revision()`` of
+    /// the state it was found in (what else was read at that revision describes the same state).
+    /// - Returns: the entry and the revision, or `nil` when no token matches.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    public func accessTokenAndRevision(
+        homeAccountID: String, environment: String, realm: String, clientID: String, scopes: ScopeSet
+    ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
+        try withState { state in
             let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
-            return index.bestAccessToken(in: id, including: scopes)
+            return state.index!.bestAccessToken(in: id, including: scopes).map { ($0, state.revision) }
         }
     }
 

@@ -17,12 +17,14 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         /// The profiles' tenant IDs and claims, in the profiles' order: what
         /// ``Account/claims(ofTenant:)`` reads, without reading the profiles.
         let tenantClaims: [TenantClaims]
+        let origin: AccountOrigin?
 
-        init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
+        init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin?) {
             self.identifier = identifier
             self.username = username
             self.environment = environment
             self.tenantProfiles = tenantProfiles
+            self.origin = origin
             tenantClaims = tenantProfiles.map { TenantClaims(tenantID: $0.tenantID, claims: $0.claims) }
         }
     }
@@ -52,8 +54,18 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
 
     /// Creates an account.
     public init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
-        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles)
+        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: nil)
     }
+
+    /// Creates an account assembled by an application from its cache (see ``origin``).
+    package init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin) {
+        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: origin)
+    }
+
+    /// Which application instance assembled this account, from which state of its cache; `nil` for
+    /// an account made otherwise. Not part of equality: it only tells the application that an
+    /// account it is given is the one it would assemble now.
+    package var origin: AccountOrigin? { storage.origin }
 
     /// The claims of the tenant profile whose tenant ID is `tenantID` (compared case-insensitively),
     /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in
@@ -101,6 +113,18 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(identifier.lowercased())
         hasher.combine(environment.lowercased())
+    }
+}
+
+/// Where an ``Account`` was assembled: by which application instance (a number unique in the
+/// process), from its cache at which revision.
+package struct AccountOrigin: Sendable, Equatable {
+    package let application: UInt64
+    package let revision: UInt64
+
+    package init(application: UInt64, revision: UInt64) {
+        self.application = application
+        self.revision = revision
     }
 }
 

@@ -61,4 +61,43 @@ struct SilentHitTests {
         #expect(after.account.tenantProfiles.first { $0.tenantID == guestTenant }?.identifier == guestObjectID)
         #expect(after.account.tenantProfiles.allSatisfy { $0.claims != nil })
     }
+
+    @Test("An account kept from before a change in this instance, or assembled by another instance, is answered with the account as this cache holds it now")
+    func keptAccountIsNotServedStale() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let guestTenant = "99999999-0000-4000-8000-000000000098"
+        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: guestTenant)
+        let application = try fixture.application()
+        _ = try await fixture.signIn(application)
+        let kept = try #require(try application.allAccounts().first)
+        #expect(kept.tenantProfiles.count == 1)
+        // Served as it is while nothing changed.
+        let hit = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept))
+        #expect(hit.tokenSource == .cache && hit.account.tenantProfiles.count == 1)
+
+        // This instance adds the guest profile: the kept account is now out of date.
+        let atGuest = try Authority(fixture.provider.authority(tenant: guestTenant), type: .aad)
+        let guest = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept, authority: atGuest))
+        #expect(guest.tokenSource == .identityProvider)
+        let home = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept))
+        #expect(home.tokenSource == .cache)
+        #expect(Set(home.account.tenantProfiles.map(\.tenantID)) == [LocalIdentityProvider.demoUser.tenantID, guestTenant])
+        #expect(home.idTokenClaims?.tenantID == LocalIdentityProvider.demoUser.tenantID)
+        let atGuestAgain = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept, authority: atGuest))
+        #expect(atGuestAgain.tokenSource == .cache && atGuestAgain.idTokenClaims?.tenantID == guestTenant)
+        #expect(atGuestAgain.idToken == atGuestAgain.idTokenClaims?.rawValue && atGuestAgain.idToken != home.idToken)
+
+        // A second instance on its own cache holding the home profile only, given the first
+        // instance's up-to-date account (two profiles), answers with its own (one).
+        let other = try LocalFixture()
+        defer { other.stop() }
+        let second = try other.application()
+        _ = try await other.signIn(second)
+        let current = try #require(try application.allAccounts().first)
+        #expect(current.tenantProfiles.count == 2)
+        let fromSecond = try await second.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: current))
+        #expect(fromSecond.tokenSource == .cache)
+        #expect(fromSecond.account.tenantProfiles.map(\.tenantID) == [LocalIdentityProvider.demoUser.tenantID])
+    }
 }
