@@ -692,7 +692,14 @@ struct CacheIndex: Sendable {
     /// (on a tie, the one with the smallest ``AccessTokenEntry/key``); `nil` when none does.
     func bestAccessToken(in id: CredentialID, including scopes: ScopeSet) -> AccessTokenEntry? {
         guard let partition = accessTokens[id] else { return nil }
-        guard let wanted = scopeTable.ids(of: scopes) else { return nil }  // a scope no token holds
+        return scopeTable.withIDs(of: scopes) { wanted in
+            guard let wanted else { return nil }  // a scope no token holds
+            return Self.best(in: partition, including: wanted)
+        }
+    }
+
+    /// The token of `partition` whose scopes include `wanted` (sorted numbers) and that expires last.
+    private static func best(in partition: AccessTokenPartition, including wanted: UnsafeBufferPointer<Int32>) -> AccessTokenEntry? {
         var best: Int?
         partition.forEachPosition(including: wanted) { position, tokens in
             guard let current = best else {
@@ -700,8 +707,9 @@ struct CacheIndex: Sendable {
                 return
             }
             // On a tie (rare), the entries' own keys decide, as the lookup always has.
-            let token = tokens[position], held = tokens[current]
-            if token.expiresOn > held.expiresOn || (token.expiresOn == held.expiresOn && token.entry.key < held.entry.key) {
+            // Read in place: copying a token out would retain each of its references.
+            let expiresOn = tokens[position].expiresOn, heldExpiresOn = tokens[current].expiresOn
+            if expiresOn > heldExpiresOn || (expiresOn == heldExpiresOn && tokens[position].entry.key < tokens[current].entry.key) {
                 best = position
             }
         }
@@ -841,21 +849,25 @@ struct ScopeTable: Sendable {
         return ids
     }
 
-    /// The sorted numbers of `scopes`, or `nil` when one of them is in no cached token.
-    func ids(of scopes: ScopeSet) -> [Int32]? {
-        var ids: [Int32] = []
-        ids.reserveCapacity(scopes.count)
-        var unknown = false
-        scopes.forEachNormalized { scope in
-            guard !unknown, let id = numbers[scope] else {
-                unknown = true
-                return
+    /// Calls `body` with the sorted numbers of `scopes` (in a buffer that lives for the call, not on
+    /// the heap), or with `nil` when one of them is in no cached token.
+    func withIDs<T>(of scopes: ScopeSet, _ body: (UnsafeBufferPointer<Int32>?) -> T) -> T {
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: scopes.count) { ids in
+            var count = 0
+            var unknown = false
+            scopes.forEachNormalized { scope in
+                guard !unknown, let id = numbers[scope] else {
+                    unknown = true
+                    return
+                }
+                ids[count] = id
+                count += 1
             }
-            ids.append(id)
+            guard !unknown else { return body(nil) }
+            var filled = UnsafeMutableBufferPointer(rebasing: ids[..<count])
+            filled.sort()
+            return body(UnsafeBufferPointer(filled))
         }
-        guard !unknown else { return nil }
-        ids.sort()
-        return ids
     }
 
     /// The sorted numbers of the scopes of `scopes` that some cached token holds.
@@ -949,7 +961,7 @@ struct AccessTokenPartition: Sendable {
     /// numbers), and the tokens to read it in. Only the scopes of the tokens that do not match are
     /// read: a token's key and entry are separate allocations, and at a large cache each one read is
     /// a wait for memory.
-    func forEachPosition(including wanted: [Int32], _ body: (Int, UnsafeBufferPointer<Token>) -> Void) {
+    func forEachPosition(including wanted: UnsafeBufferPointer<Int32>, _ body: (Int, UnsafeBufferPointer<Token>) -> Void) {
         tokens.withUnsafeBufferPointer { tokens in
             if let lookup, let first = wanted.min(by: { (lookup.holders[$0]?.count ?? 0) < (lookup.holders[$1]?.count ?? 0) }) {
                 for key in lookup.holders[first] ?? [] {
@@ -978,7 +990,7 @@ struct AccessTokenPartition: Sendable {
 
 extension Array where Element == Int32 {
     /// Whether this sorted array contains every element of the sorted array `other`.
-    func includesSorted(_ other: [Int32]) -> Bool {
+    func includesSorted(_ other: UnsafeBufferPointer<Int32>) -> Bool {
         var index = startIndex
         for value in other {
             while index < endIndex && self[index] < value { index += 1 }
