@@ -580,13 +580,17 @@ public final class PublicClientApplication: Sendable {
     /// ``cachedResult(_:account:authority:correlationID:isExtendedLifetimeToken:)``, and whether its
     /// account came from the cache (`false`: the caller's account, which the cache does not hold).
     /// - Parameter revision: the cache revision `entry` was found at, when known: a caller's account
-    ///   that this instance assembled at that revision is the account of that state, used as it is.
+    ///   that this instance assembled at that revision, for the entry's home account ID and
+    ///   environment, is the account of that state, used as it is.
     private func cachedResultAndSource(
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String,
         isExtendedLifetimeToken: Bool = false, revision: UInt64? = nil
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
         let found: Account?
-        if let revision, account.origin == AccountOrigin(application: instanceNumber, revision: revision) {
+        if let revision, account.origin == AccountOrigin(application: instanceNumber, revision: revision),
+           account.environment.equalsIgnoringCase(entry.environment), account.identifier.equalsIgnoringCase(entry.homeAccountID) {
+            // The entry's own account (a token found under one of the cloud's aliases belongs to
+            // the account of that alias, which the caller's may not be).
             found = account
         } else {
             // The entry comes from a lookup that just checked the store: the account of the same state.

@@ -61,4 +61,53 @@ struct AccountOriginTests {
         #expect(fromFirst.account.tenantProfiles.count == 2)
         #expect(fromFirst.account.origin == current.origin)
     }
+
+    static func jwt(_ payload: String) -> String {
+        Base64URL.encode(Data(#"{"alg":"none"}"#.utf8)) + "." + Base64URL.encode(Data(payload.utf8)) + ".sig"
+    }
+
+    @Test("A token found under another alias of the cloud is answered with that alias's account and ID token, not the caller's", arguments: [true, false])
+    func tokenUnderAnotherAlias(callerHasHomeProfile: Bool) async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("cache.sqlite")
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let clientID = "11111111-2222-3333-4444-555555555555"
+        let utid = "aaaaaaaa-0000-4000-8000-000000000001", guest = "bbbbbbbb-0000-4000-8000-000000000002"
+        let home = "uid.\(utid)"
+        let a = "login.microsoftonline.com", b = "login.windows.net"
+        let idA = Self.jwt(#"{"tid":"\#(utid)","oid":"uid","name":"Name in A"}"#)
+        let idBHome = Self.jwt(#"{"tid":"\#(utid)","oid":"uid","name":"Old name in B"}"#)
+        let idBGuest = Self.jwt(#"{"tid":"\#(guest)","oid":"uid-g","name":"Guest in B"}"#)
+        // The user under two aliases: A holds the access token; B (the caller's account) holds an
+        // older ID token for the home tenant (or none) and a guest profile, and no access token.
+        var upserts: [CacheEntry] = [
+            .account(AccountEntry(homeAccountID: home, environment: a, realm: utid, localAccountID: "uid", username: "user@contoso.example")),
+            .idToken(IDTokenEntry(homeAccountID: home, environment: a, clientID: clientID, realm: utid, secret: idA)),
+            .refreshToken(RefreshTokenEntry(homeAccountID: home, environment: a, clientID: clientID, secret: "rt-a")),
+            .accessToken(AccessTokenEntry(
+                homeAccountID: home, environment: a, clientID: clientID, realm: utid, target: "api://demo/Files.Read",
+                secret: "at-a", cachedAt: now, expiresOn: now.addingTimeInterval(3600))),
+            .account(AccountEntry(homeAccountID: home, environment: b, realm: guest, localAccountID: "uid-g", username: "user@contoso.example")),
+            .idToken(IDTokenEntry(homeAccountID: home, environment: b, clientID: clientID, realm: guest, secret: idBGuest)),
+            .refreshToken(RefreshTokenEntry(homeAccountID: home, environment: b, clientID: clientID, secret: "rt-b")),
+        ]
+        if callerHasHomeProfile {
+            upserts += [
+                .account(AccountEntry(homeAccountID: home, environment: b, realm: utid, localAccountID: "uid", username: "user@contoso.example")),
+                .idToken(IDTokenEntry(homeAccountID: home, environment: b, clientID: clientID, realm: utid, secret: idBHome)),
+            ]
+        }
+        try SQLiteTokenCacheStore(path: path).apply(TokenCacheChange(upserts: upserts))
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: clientID, authority: try Authority("https://\(a)/\(utid)", type: .aad), cacheStore: try SQLiteTokenCacheStore(path: path))
+        configuration.clock = ManualWallClock(now)
+        let application = try PublicClientApplication(configuration: configuration)
+        let callerAccount = try #require(try application.allAccounts().first { $0.environment == b })
+        let result = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: callerAccount))
+        #expect(result.tokenSource == .cache && result.accessToken == "at-a")
+        #expect(result.account.environment == a)
+        #expect(result.account.tenantProfiles.map(\.tenantID) == [utid])
+        #expect(result.idToken == idA)
+        #expect(result.idTokenClaims?.name == "Name in A")
+    }
 }
