@@ -15,7 +15,7 @@ public enum TokenSource: String, Sendable, Hashable {
 /// The outcome of a successful token request.
 ///
 /// Source: MSAL for iOS/macOS `MSALResult`. Its `description` hides the tokens.
-public struct AuthenticationResult: Sendable, CustomStringConvertible {
+public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomReflectable {
     /// Everything but the correlation ID, in one shared object: a result is copied on every cache
     /// hit (the same token and account, a new correlation ID), and copying one reference costs less
     /// than copying a dozen fields.
@@ -153,6 +153,17 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible {
             tenantID: entry.realm, identity: .ofAccountTenant, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlationID = correlationID
+    }
+
+    /// The fields, with the access token and the raw ID token shown as `<redacted>` (`dump`,
+    /// debuggers): printing a result never shows a token.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "accessToken": "<redacted>", "tokenType": tokenType, "expiresOn": expiresOn, "scopes": scopes, "account": account,
+            "tenantID": tenantID, "idToken": (idToken == nil ? nil : "<redacted>") as Any, "idTokenClaims": idTokenClaims as Any,
+            "correlationID": correlationID, "tokenSource": tokenSource, "authority": authority,
+            "isExtendedLifetimeToken": isExtendedLifetimeToken,
+        ], displayStyle: .struct)
     }
 
     /// A summary without the tokens.

@@ -80,11 +80,11 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         }
     }
 
-    /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
+    /// The fields, as a struct of stored properties would show them (`print`, `dump`, debuggers).
     public var customMirror: Mirror {
         Mirror(self, children: [
             "identifier": identifier, "username": username as Any, "environment": environment, "tenantProfiles": tenantProfiles,
-        ])
+        ], displayStyle: .struct)
     }
 
     /// The Entra ID object ID and tenant ID that make up ``identifier`` (`<uid>.<utid>`), or `nil`
@@ -182,11 +182,11 @@ public struct TenantProfile: Sendable, Hashable, CustomReflectable {
         hasher.combine(claims)
     }
 
-    /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
+    /// The fields, as a struct of stored properties would show them (`print`, `dump`, debuggers).
     public var customMirror: Mirror {
         Mirror(self, children: [
             "identifier": identifier, "tenantID": tenantID, "environment": environment, "isHomeTenant": isHomeTenant,
             "claims": claims as Any,
-        ])
+        ], displayStyle: .struct)
     }
 }

@@ -81,7 +81,7 @@ public enum AuthorityTenant: Sendable, Hashable {
 ///
 /// `https` is required except on loopback hosts (`127.0.0.1`, `::1`, `localhost`), where `http`
 /// is allowed for local providers (RFC 8252 §8.3 treats loopback as not leaving the machine).
-public struct Authority: Sendable, Hashable, CustomStringConvertible {
+public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// The Entra ID hosts of the public and national clouds, for which the type is inferred as
     /// ``AuthorityType/aad``.
     public static let knownEntraHosts: Set<String> = [
@@ -139,6 +139,14 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible {
     /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`,
     /// `localhost`). Derived from ``url`` once.
     public var isLoopback: Bool { storage.isLoopback }
+
+    /// The fields, as a struct of stored properties would show them (`dump`, debuggers).
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "url": url, "type": type, "tenant": tenant as Any, "policy": policy as Any, "environment": environment,
+            "isLoopback": isLoopback,
+        ], displayStyle: .struct)
+    }
 
     /// Whether both are the same authority: every field equal.
     public static func == (lhs: Authority, rhs: Authority) -> Bool {

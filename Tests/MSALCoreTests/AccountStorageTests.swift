@@ -56,4 +56,22 @@ struct AccountStorageTests {
         dump(account, to: &dumped)
         #expect(dumped.contains("identifier: \"uid.utid\"") && dumped.contains("tenantID: \"utid\"") && !dumped.contains("Storage"))
     }
+
+    @Test("print shows an account's and a profile's fields as a struct's would, claims redacted; an authority's dump shows its fields")
+    func printing() throws {
+        let claims = try Self.claims(sub: "subject-secret", tid: "tid")
+        let account = Account(
+            identifier: "uid.tid", username: "jane@contoso.example", environment: "login.microsoftonline.com",
+            tenantProfiles: [Self.profile("tid", claims: claims, home: true)])
+        let printed = String(describing: account)
+        #expect(printed.hasPrefix("Account(identifier: \"uid.tid\", username: Optional(\"jane@contoso.example\"), environment: \"login.microsoftonline.com\", tenantProfiles: ["))
+        #expect(printed.contains("TenantProfile(identifier: \"oid-tid\", tenantID: \"tid\", environment: \"login.microsoftonline.com\", isHomeTenant: true, claims: "))
+        #expect(String(reflecting: account) == "MSALCore." + printed)
+        #expect(!printed.contains("subject-secret") && !printed.contains(claims.rawValue))
+        let authority = try Authority("https://login.microsoftonline.com/contoso.onmicrosoft.com")
+        #expect(Mirror(reflecting: authority).children.map(\.label) == ["url", "type", "tenant", "policy", "environment", "isLoopback"])
+        var dumped = ""
+        dump(authority, to: &dumped)
+        #expect(!dumped.contains("Storage") && dumped.contains("environment: \"login.microsoftonline.com\""))
+    }
 }

@@ -13,7 +13,7 @@ struct AuthenticationResultTests {
 
     static func result(idToken: String?, claims: IDTokenClaims?) throws -> AuthenticationResult {
         AuthenticationResult(
-            accessToken: "at", tokenType: "Bearer", expiresOn: Date(timeIntervalSince1970: 2_000_000_000), scopes: ["s"],
+            accessToken: "at-secret-value", tokenType: "Bearer", expiresOn: Date(timeIntervalSince1970: 2_000_000_000), scopes: ["s"],
             account: Account(identifier: "uid.utid", username: nil, environment: "login.example", tenantProfiles: []),
             tenantID: "utid", idToken: idToken, idTokenClaims: claims, correlationID: "c", tokenSource: .cache,
             authority: try Authority("https://login.microsoftonline.com/utid"))
@@ -30,5 +30,19 @@ struct AuthenticationResultTests {
         #expect(try Self.result(idToken: nil, claims: claims).idTokenClaims == claims)
         #expect(try Self.result(idToken: "only.the.token", claims: nil).idToken == "only.the.token")
         #expect(try Self.result(idToken: nil, claims: nil).idToken == nil)
+    }
+
+    @Test("dump and print of a result show neither the access token nor the raw ID token")
+    func redactedTokens() throws {
+        let claims = try Self.claims("s1")
+        for idToken in [claims.rawValue, "another.raw.idtoken"] {
+            let result = try Self.result(idToken: idToken, claims: claims)
+            var dumped = ""
+            dump(result, to: &dumped)
+            for text in [dumped, String(describing: result), String(reflecting: result)] {
+                #expect(!text.contains("at-secret-value") && !text.contains(idToken) && !text.contains(claims.rawValue))
+            }
+            #expect(dumped.contains("accessToken: \"<redacted>\"") && dumped.contains("- some: \"<redacted>\""))
+        }
     }
 }
