@@ -20,6 +20,9 @@ internal import Synchronization
 /// fewer than one in ``minimumHitShare`` of ``evaluationWindow`` lookups find an answer, the table
 /// is bypassed (no hash, no lock) for the next ``bypassLength`` requests, then tried again; each
 /// further window in a row that finds too few doubles the bypass, up to ``longestBypass`` requests.
+/// The first window of the table, and the first after a bypass, also count the answers kept in it
+/// (requests that came the second time): nothing could be kept while the table was bypassed, so a
+/// stream that repeats would otherwise be judged before it could find anything.
 final class SilentHitMemo: Sendable {
     /// What identifies a silent request for this memo.
     struct Key: Hashable, Sendable {
@@ -78,21 +81,24 @@ final class SilentHitMemo: Sendable {
         var found = 0
         /// Windows in a row that found too few answers.
         var failedWindows = 0
+        /// Whether this window is the table's first, or the first after a bypass (it also counts
+        /// answers kept).
+        var warming = true
     }
 
     /// Slots of the table (a power of two).
     static let slotCount = 4_096
     /// Lookups between two evaluations of the share of lookups that find an answer.
-    static let evaluationWindow = 1_024
-    /// Below one lookup in this many finding an answer, the table is bypassed for a while. Measured
-    /// on the benchmarks' caches: a lookup that finds nothing and the offer after it cost about
-    /// 0.5 µs, a found answer saves 2.5–4 µs, so below about one in six the table costs more than it
-    /// saves; one in four leaves a margin.
-    static let minimumHitShare = 4
+    static let evaluationWindow = 2_048
+    /// Below one lookup in this many finding an answer, the table is bypassed for a while: its
+    /// break-even, measured on the benchmarks' caches (a lookup that finds nothing and the offer
+    /// after it cost about 0.4 µs; a found answer saves 2–3 µs).
+    static let minimumHitShare = 6
     /// Requests that bypass the table after an evaluation found it of little use.
     static let bypassLength = 8_192
-    /// The longest bypass (``bypassLength`` doubled by each failed window in a row).
-    static let longestBypass = 8_192 * 64
+    /// The longest bypass: ``bypassLength`` doubled by each failed window in a row, twice at most,
+    /// so a stream that starts to repeat is served again within 32,768 requests.
+    static let longestBypass = 8_192 * 4
 
     /// Empty until the first answer is offered.
     private let table = Mutex(Table())
@@ -113,10 +119,12 @@ final class SilentHitMemo: Sendable {
             table.lookups += 1
             if table.lookups >= Self.evaluationWindow {
                 if table.found * Self.minimumHitShare < table.lookups {
-                    bypassed.store(min(Self.bypassLength << min(table.failedWindows, 6), Self.longestBypass), ordering: .relaxed)
+                    bypassed.store(min(Self.bypassLength << min(table.failedWindows, 2), Self.longestBypass), ordering: .relaxed)
                     table.failedWindows += 1
+                    table.warming = true
                 } else {
                     table.failedWindows = 0
+                    table.warming = false
                 }
                 table.lookups = 0
                 table.found = 0
@@ -153,6 +161,7 @@ final class SilentHitMemo: Sendable {
                 table.seen[index] = probe.hash
                 return nil
             }
+            if table.warming && current?.key != probe.key { table.found += 1 }
             table.slots[index] = Slot(key: probe.key, hit: hit, revision: revision)
             return current
         }

@@ -208,6 +208,26 @@ struct SilentHitTableTests {
         #expect(bypassCount() == SilentHitMemo.bypassLength)
     }
 
+    @Test("The first window counts requests that came the second time (their answers kept); a later window counts only answers found")
+    func warmingWindow() {
+        let memo = SilentHitMemo()
+        let half = SilentHitMemo.evaluationWindow / 2
+        // Each request twice, nothing found yet: the first window keeps the table in use.
+        for index in 0..<SilentHitMemo.evaluationWindow {
+            let probe = Self.probe("warm-\(index % half)")
+            if memo.hit(for: probe) == nil { memo.keep(Self.hit("t"), for: probe, revision: 1) }
+        }
+        _ = memo.hit(for: Self.probe("closes-the-window"))
+        #expect(memo.isInUse())
+        // The same shape with new requests in a later window: kept answers no longer count.
+        for index in 1..<SilentHitMemo.evaluationWindow {
+            let probe = Self.probe("later-\(index % half)")
+            if memo.hit(for: probe) == nil { memo.keep(Self.hit("t"), for: probe, revision: 1) }
+        }
+        _ = memo.hit(for: Self.probe("closes-the-second-window"))
+        #expect(!memo.isInUse())
+    }
+
     @Test("A window where enough lookups find answers keeps the table in use")
     func staysInUse() {
         let memo = SilentHitMemo()
