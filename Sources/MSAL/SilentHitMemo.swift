@@ -135,10 +135,17 @@ final class SilentHitMemo: Sendable {
         }
     }
 
-    /// Drops every kept answer (their tokens are no longer held here).
+    /// Drops every kept answer (their tokens are no longer held here). The table starts over as a
+    /// new one: its next window counts the answers it keeps again.
     func removeAll() {
         let dropped = table.withLock { table -> [Slot?] in
-            defer { table.slots = [] }
+            defer {
+                table.slots = []
+                table.lookups = 0
+                table.found = 0
+                table.failedWindows = 0
+                table.warming = true
+            }
             return table.slots
         }
         withExtendedLifetime(dropped) {}

@@ -228,6 +228,33 @@ struct SilentHitTableTests {
         #expect(!memo.isInUse())
     }
 
+    /// Runs `requests` requests over `keys` keys in rotation, as the facade does (look up, offer on a
+    /// miss); returns how many were served and how many bypassed the table.
+    static func rotation(_ memo: SilentHitMemo, keys: Int, requests: Int) -> (served: Int, bypassed: Int) {
+        var served = 0, bypassed = 0
+        for index in 0..<requests {
+            guard memo.isInUse() else {
+                bypassed += 1
+                continue
+            }
+            let probe = Self.probe("k-\(index % keys)")
+            if memo.hit(for: probe) != nil { served += 1 } else { memo.keep(Self.hit("t"), for: probe, revision: 1) }
+        }
+        return (served, bypassed)
+    }
+
+    @Test("After removeAll the table starts over as a new one: a repeating stream is served as on a new table", arguments: [1_024, 1_500, 2_048])
+    func removeAllStartsOver(keys: Int) {
+        let fresh = Self.rotation(SilentHitMemo(), keys: keys, requests: 16_384)
+        let used = SilentHitMemo()
+        _ = Self.rotation(used, keys: keys, requests: 16_384)
+        used.removeAll()
+        let afterRemoval = Self.rotation(used, keys: keys, requests: 16_384)
+        #expect(fresh.served > 0)
+        #expect(afterRemoval.bypassed == fresh.bypassed)
+        #expect(afterRemoval.served == fresh.served)
+    }
+
     @Test("A window where enough lookups find answers keeps the table in use")
     func staysInUse() {
         let memo = SilentHitMemo()
