@@ -5,7 +5,9 @@ public var buildConfiguration: String {
     #if DEBUG
     return "debug"
     #else
-    return _isDebugAssertConfiguration() ? "debug" : "release"
+    // Indexed rather than branched: an optimized build folds the check to a constant, and a branch
+    // it can never take would be reported as code that will never be executed.
+    return ["release", "debug"][_isDebugAssertConfiguration() ? 1 : 0]
     #endif
 }
 
