@@ -791,17 +791,6 @@ extension Dictionary {
     }
 }
 
-extension String {
-    /// `lowercased()`, but the string itself (no copy) when it is ASCII without capital letters,
-    /// as identifiers (GUIDs, hosts) usually are.
-    package func lowercasedIfNeeded() -> String {
-        let plain = utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.allSatisfy { $0 < 0x80 && ($0 < 0x41 || $0 > 0x5A) }
-        }
-        return plain == true ? self : lowercased()
-    }
-}
-
 extension AccountEntry {
     fileprivate var sortKey: (String, String, String) {
         (homeAccountID.lowercasedIfNeeded(), environment.lowercasedIfNeeded(), realm.lowercasedIfNeeded())

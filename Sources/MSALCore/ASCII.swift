@@ -45,19 +45,20 @@ extension String {
 }
 
 extension String {
-    /// This string with its ASCII capital letters (`A`–`Z`) turned into small letters and every
-    /// other byte kept: `lowercased()` for an ASCII string, without Unicode case mapping, and the
-    /// string itself (no copy) when it has no capital letter.
-    package func asciiLowercased() -> String {
+    /// `lowercased()`, cheaper for ASCII, as identifiers (GUIDs, hosts) and scopes usually are: the
+    /// string itself (no copy) when it is ASCII without a capital letter, its bytes with `A`–`Z` made
+    /// small when it is other ASCII, and `lowercased()` (Unicode case mapping) otherwise.
+    package func lowercasedIfNeeded() -> String {
         var string = self
-        let lowered = string.withUTF8 { bytes -> String? in
-            guard let first = bytes.firstIndex(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return nil }
+        return string.withUTF8 { bytes -> String in
+            let isCapitalOrNonASCII = { (byte: UInt8) in (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 }
+            guard let first = bytes.firstIndex(where: isCapitalOrNonASCII) else { return self }
+            guard !bytes[first...].contains(where: { $0 >= 0x80 }) else { return lowercased() }
             return String(unsafeUninitializedCapacity: bytes.count) { buffer in
                 for index in 0..<first { buffer[index] = bytes[index] }
                 for index in first..<bytes.count { buffer[index] = bytes[index].asciiLowercased }
                 return bytes.count
             }
         }
-        return lowered ?? self
     }
 }

@@ -255,7 +255,7 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
                 !bytes.isEmpty && bytes.allSatisfy { $0 == 0x21 || ($0 >= 0x23 && $0 <= 0x5B) || ($0 >= 0x5D && $0 <= 0x7E) }
             }
             guard valid else { return nil }
-            let lower = scope.asciiLowercased()
+            let lower = scope.lowercasedIfNeeded()
             // The reserved scopes are 6, 7 and 14 bytes long: other lengths need no comparison.
             if Self.reservedScopeLengths.contains(lower.utf8.count), reservedOIDCScopes.position(of: lower).found { return nil }
             // Insertion keeps the set sorted; a later spelling of a scope already in it is dropped.

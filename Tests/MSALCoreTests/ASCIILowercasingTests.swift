@@ -1,22 +1,22 @@
 import MSALCore
 import Testing
 
-@Suite("ASCII lowercasing and the lowercased scopes of a set")
+@Suite("Lowercasing identifiers and scopes, and the lowercased scopes of a set")
 struct ASCIILowercasingTests {
-    @Test("asciiLowercased() equals lowercased() for ASCII strings, short and long, with capitals anywhere or none", arguments: [
+    @Test("lowercasedIfNeeded() equals lowercased(): ASCII short and long, capitals anywhere or none, and non-ASCII", arguments: [
         "", "a", "A", "User.Read", "https://graph.microsoft.com/User.Read", "ALLCAPS-SCOPE-0123456789",
         "already-lower-case-and-longer-than-fifteen", "Z", "@[`{", "mixed/Path/With.Dots_and-Dashes~X",
+        "ÄBC", "Straße/USER.Read", "İstanbul", "ΣΊΣΥΦΟΣ", "café", "already lower ü",
     ])
-    func matchesLowercased(scope: String) {
-        #expect(scope.asciiLowercased() == scope.lowercased())
+    func matchesLowercased(string: String) {
+        #expect(string.lowercasedIfNeeded() == string.lowercased())
     }
 
-    @Test("Bytes outside A–Z are kept, and a string without capitals comes back as it is")
-    func keepsOtherBytes() {
-        #expect("ÄBC".asciiLowercased() == "Äbc")
+    @Test("A string without a capital letter comes back as it is")
+    func unchanged() {
         let lower = "https://graph.microsoft.com/user.read"
-        #expect(lower.asciiLowercased() == lower)
-        #expect(lower.asciiLowercased().utf8.count == lower.utf8.count)
+        #expect(lower.lowercasedIfNeeded() == lower)
+        #expect(lower.lowercasedIfNeeded().utf8.count == lower.utf8.count)
     }
 
     @Test("forEachNormalized visits the lowercased scopes in normalized order")
