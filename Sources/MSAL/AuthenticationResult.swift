@@ -59,17 +59,10 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// asked, from its account's profile for ``tenantID`` (an immutable value: the same answer as
     /// reading them up front, without reading them on every hit).
     private enum Identity: Sendable {
-        /// Claims given, and an ID token that is absent, the claims' own, or another one.
-        case given(IDTokenClaims?, rawIDToken: RawIDToken)
+        /// The ID token and claims given.
+        case given(idToken: String?, claims: IDTokenClaims?)
         /// The claims of the account's profile for the result's tenant, and their JWT.
         case ofAccountTenant
-    }
-
-    /// An ID token given with claims.
-    private enum RawIDToken: Sendable {
-        case absent
-        case ofClaims
-        case separate(String)
     }
 
     private let storage: Storage
@@ -94,16 +87,14 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// The raw ID token, if one is cached or was returned.
     public var idToken: String? {
         switch storage.identity {
-        case .given(let claims, .ofClaims): claims?.rawValue
-        case .given(_, .separate(let token)): token
-        case .given(_, .absent): nil
+        case .given(let idToken, _): idToken
         case .ofAccountTenant: idTokenClaims?.rawValue
         }
     }
     /// The claims of the ID token, if one is cached or was returned.
     public var idTokenClaims: IDTokenClaims? {
         switch storage.identity {
-        case .given(let claims, _): claims
+        case .given(_, let claims): claims
         case .ofAccountTenant: storage.account.claims(ofTenant: storage.tenantID)
         }
     }
@@ -127,16 +118,9 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         tenantID: String, idToken: String?, idTokenClaims: IDTokenClaims?, correlationID: String,
         tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
-        let rawIDToken: RawIDToken
-        if let idToken {
-            // `==` on one storage compares no bytes.
-            rawIDToken = idToken == idTokenClaims?.rawValue ? .ofClaims : .separate(idToken)
-        } else {
-            rawIDToken = .absent
-        }
         storage = Storage(
             token: .value(accessToken), tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
-            tenantID: tenantID, identity: .given(idTokenClaims, rawIDToken: rawIDToken), tokenSource: tokenSource,
+            tenantID: tenantID, identity: .given(idToken: idToken, claims: idTokenClaims), tokenSource: tokenSource,
             authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlationID = correlationID
     }
