@@ -587,10 +587,10 @@ public final class PublicClientApplication: Sendable {
         isExtendedLifetimeToken: Bool = false, revision: UInt64? = nil
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
         let found: Account?
+        // The entry was looked up by the caller's account identifier; its environment may be
+        // another alias of the cloud, whose account the caller's is not.
         if let revision, account.origin == AccountOrigin(application: instanceNumber, revision: revision),
-           account.environment.equalsIgnoringCase(entry.environment), account.identifier.equalsIgnoringCase(entry.homeAccountID) {
-            // The entry's own account (a token found under one of the cloud's aliases belongs to
-            // the account of that alias, which the caller's may not be).
+           account.environment.equalsIgnoringCase(entry.environment) {
             found = account
         } else {
             // The entry comes from a lookup that just checked the store: the account of the same state.
