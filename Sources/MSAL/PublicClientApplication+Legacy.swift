@@ -313,7 +313,7 @@ struct LegacyUser {
     /// tenant whose object ID the entries name.
     var account: Account {
         var profiles: [String: TenantProfile] = [:]
-        let homeTenant = homeAccountID.flatMap { Account(identifier: $0, username: nil, environment: environment, tenantProfiles: []).homeAccountID?.tenantID.lowercased() }
+        let homeTenant = homeAccountID.flatMap { Account.homeAccountParts(of: $0)?.tenantID.lowercased() }
         for entry in entries {
             guard let tenant = entry.tenant, let objectID = entry.objectID, profiles[tenant] == nil else { continue }
             profiles[tenant] = TenantProfile(

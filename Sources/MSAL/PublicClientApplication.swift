@@ -766,7 +766,7 @@ public final class PublicClientApplication: Sendable {
     /// The account of one home account's tenant profiles (account entries with their ID tokens).
     private func makeAccount(_ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin) -> Account {
         let first = entries[0].account
-        let homeTenant = Account(identifier: first.homeAccountID, username: nil, environment: first.environment, tenantProfiles: []).homeAccountID?.tenantID
+        let homeTenant = Account.homeAccountParts(of: first.homeAccountID)?.tenantID
         var profiles: [TenantProfile] = []
         for (entry, idToken) in entries.sorted(by: { $0.account.realm < $1.account.realm }) {
             let isHome = homeTenant.map { $0.equalsIgnoringCase(entry.realm) } ?? true

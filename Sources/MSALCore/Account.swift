@@ -89,7 +89,11 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
 
     /// The Entra ID object ID and tenant ID that make up ``identifier`` (`<uid>.<utid>`), or `nil`
     /// when the identifier has no such shape (OpenID Connect providers).
-    public var homeAccountID: (objectID: String, tenantID: String)? {
+    public var homeAccountID: (objectID: String, tenantID: String)? { Self.homeAccountParts(of: identifier) }
+
+    /// The object ID and tenant ID of a home account ID `<uid>.<utid>` (``homeAccountID`` of an
+    /// account with that identifier), or `nil` when it has no such shape.
+    package static func homeAccountParts(of identifier: String) -> (objectID: String, tenantID: String)? {
         // Home account IDs are ASCII: split the bytes (splitting Characters costs microseconds).
         let utf8 = identifier.utf8
         if utf8.allSatisfy({ $0 < 0x80 }) {
