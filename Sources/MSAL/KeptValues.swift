@@ -35,9 +35,10 @@ final class KeptValues<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The value kept for `key`, or the one `make` returns, then kept.
-    func value(for key: Key, orMake make: () -> Value) -> Value {
+    /// - Throws: what `make` throws; nothing is kept then.
+    func value<E: Error>(for key: Key, orMake make: () throws(E) -> Value) throws(E) -> Value {
         if let kept = value(for: key) { return kept }
-        let value = make()
+        let value = try make()
         keep(value, for: key)
         return value
     }

@@ -742,19 +742,13 @@ public final class PublicClientApplication: Sendable {
     /// The claims of an ID token, decoded once per JWT (kept in ``sharedIDTokenClaims``); `nil` when it
     /// does not decode.
     func decodedClaims(_ jwt: String) -> IDTokenClaims? {
-        if let claims = Self.sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { return claims }
-        guard let claims = try? IDTokenClaims(jwt: jwt) else { return nil }
-        Self.sharedIDTokenClaims.keep(claims, for: JWTKey(jwt: jwt))
-        return claims
+        try? Self.sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { () throws(MSALError) in try IDTokenClaims(jwt: jwt) }
     }
 
     /// A token response's `client_info`, decoded once per distinct value (kept in ``sharedClientInfos``).
     /// - Throws: what ``ClientInfo/init(encoded:)`` throws; nothing is kept then.
     func decodedClientInfo(_ encoded: String) throws(MSALError) -> ClientInfo {
-        if let kept = Self.sharedClientInfos.value(for: encoded) { return kept }
-        let decoded = try ClientInfo(encoded: encoded)
-        Self.sharedClientInfos.keep(decoded, for: encoded)
-        return decoded
+        try Self.sharedClientInfos.value(for: encoded) { () throws(MSALError) in try ClientInfo(encoded: encoded) }
     }
 
     /// The scopes of a cached access token's `target`, sorted (``ScopeSet/sortedScopes(spaceDelimited:)``),
