@@ -2,7 +2,7 @@ extension UInt8 {
     /// This byte with an ASCII capital letter (`A`–`Z`) turned into its small letter; any other byte
     /// unchanged. What identifiers, hosts, header names and scopes are compared and keyed by
     /// (MSAL's cache keys are lowercase; RFC 9110 §5.1 header names are case-insensitive ASCII).
-    package var asciiLowercased: UInt8 {
+    @inlinable package var asciiLowercased: UInt8 {
         self >= UInt8(ascii: "A") && self <= UInt8(ascii: "Z") ? self | 0x20 : self
     }
 }
@@ -48,17 +48,19 @@ extension String {
     /// `lowercased()`, cheaper for ASCII, as identifiers (GUIDs, hosts) and scopes usually are: the
     /// string itself (no copy) when it is ASCII without a capital letter, its bytes with `A`–`Z` made
     /// small when it is other ASCII, and `lowercased()` (Unicode case mapping) otherwise.
-    package func lowercasedIfNeeded() -> String {
-        var string = self
-        return string.withUTF8 { bytes -> String in
-            let isCapitalOrNonASCII = { (byte: UInt8) in (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 }
-            guard let first = bytes.firstIndex(where: isCapitalOrNonASCII) else { return self }
-            guard !bytes[first...].contains(where: { $0 >= 0x80 }) else { return lowercased() }
+    @inlinable package func lowercasedIfNeeded() -> String {
+        // The common case first, in one pass that reads nothing else: ASCII without a capital.
+        let plain = utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 < 0x80 && ($0 < UInt8(ascii: "A") || $0 > UInt8(ascii: "Z")) }
+        }
+        if plain == true { return self }
+        let lowered = utf8.withContiguousStorageIfAvailable { bytes -> String? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
             return String(unsafeUninitializedCapacity: bytes.count) { buffer in
-                for index in 0..<first { buffer[index] = bytes[index] }
-                for index in first..<bytes.count { buffer[index] = bytes[index].asciiLowercased }
+                for index in bytes.indices { buffer[index] = bytes[index].asciiLowercased }
                 return bytes.count
             }
         }
+        return (lowered ?? nil) ?? lowercased()
     }
 }
