@@ -30,7 +30,7 @@ extension String {
 
 extension String {
     /// Whether the two strings are equal after `lowercased()`, without allocating for ASCII strings.
-    package func equalsIgnoringCase(_ other: String) -> Bool {
+    @inlinable package func equalsIgnoringCase(_ other: String) -> Bool {
         if self == other { return true }
         let ascii = utf8.withContiguousStorageIfAvailable { lhs in
             other.utf8.withContiguousStorageIfAvailable { rhs -> Bool? in
