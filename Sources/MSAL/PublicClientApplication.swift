@@ -49,6 +49,9 @@ public final class PublicClientApplication: Sendable {
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
     /// ``sortedScopes(ofTarget:)`` by target.
     let targetScopes = KeptValues<String, [String]>(limit: 1_024)
+    /// ``ScopeSet/validatedRequest(_:)`` of the scope arrays silent requests pass, by array, with
+    /// the numbers the cache's index gave them (see ``RequestScopes``).
+    let requestScopes = KeptValues<[String], RequestScopes>(limit: 1_024)
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
     /// This instance's number, unique in the process: the ``AccountOrigin/application`` of the
@@ -257,7 +260,10 @@ public final class PublicClientApplication: Sendable {
         // Read before any lookup, so an answer is never kept for a newer state than it saw (the
         // lookups check the store; an answer kept under an older revision is never found).
         let revision = probe == nil ? 0 : cache.lastSeenRevision()
-        let scopes = try ScopeSet.validatedRequest(parameters.scopes)
+        let request = try requestScopes.value(for: parameters.scopes) { () throws(MSALError) -> RequestScopes in
+            RequestScopes(try ScopeSet.validatedRequest(parameters.scopes))
+        }
+        let scopes = request.set
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
             return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlationID)
@@ -270,7 +276,7 @@ public final class PublicClientApplication: Sendable {
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
         let environments = try await self.environments(for: authority, correlationID: correlationID)
-        let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: scopes)
+        let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: request)
         let cached = found?.entry
         let decision = SilentDecision.decide(
             expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
@@ -303,7 +309,7 @@ public final class PublicClientApplication: Sendable {
             // no longer holds the key): a token newer than the one this call saw, good to serve,
             // is the answer, and no second refresh goes out.
             if mayUseNewerToken,
-               let newer = try? cachedAccessToken(account: account, environments: environments, realm: realm, scopes: scopes),
+               let newer = try? cachedAccessToken(account: account, environments: environments, realm: realm, scopes: request),
                newer.secret != cached?.secret,
                SilentDecision.decide(
                    expiresOn: newer.expiresOn, refreshOn: newer.refreshOn, now: configuration.clock.now(),
@@ -439,14 +445,14 @@ public final class PublicClientApplication: Sendable {
     /// `environments` (aliases) that has one; expiry is not checked.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     private func cachedAccessToken(
-        account: Account, environments: [String], realm: String, scopes: ScopeSet
+        account: Account, environments: [String], realm: String, scopes: RequestScopes
     ) throws(MSALError) -> AccessTokenEntry? {
         try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: scopes)?.entry
     }
 
     /// ``cachedAccessToken(account:environments:realm:scopes:)`` with the cache revision it was found at.
     private func cachedAccessTokenAndRevision(
-        account: Account, environments: [String], realm: String, scopes: ScopeSet
+        account: Account, environments: [String], realm: String, scopes: RequestScopes
     ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
         for alias in environments {
             if let found = try cache.accessTokenAndRevision(

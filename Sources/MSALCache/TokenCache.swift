@@ -78,6 +78,20 @@ public final class TokenCache: Sendable {
         }
     }
 
+    /// ``accessTokenAndRevision(homeAccountID:environment:realm:clientID:scopes:)`` for scopes a
+    /// caller asks for again and again: the numbers the index gives `scopes` are kept in it, so a
+    /// repeated lookup does not number them again.
+    /// - Returns: the entry and the revision, or `nil` when no token matches.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    package func accessTokenAndRevision(
+        homeAccountID: String, environment: String, realm: String, clientID: String, scopes: RequestScopes
+    ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
+        try withState { state in
+            let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
+            return state.index!.bestAccessToken(in: id, including: scopes).map { ($0, state.revision) }
+        }
+    }
+
     /// Finds the refresh token of an account for a client ID (also a family refresh token issued to
     /// that client). When there are several (MSAL Python keeps one per target), the newest by
     /// `last_modification_time` is returned, as MSAL Python tries them.
@@ -513,6 +527,15 @@ struct CredentialID: Hashable {
     init(_ entry: IDTokenEntry) {
         self.init(homeAccountID: entry.homeAccountID, environment: entry.environment, realm: entry.realm, clientID: entry.clientID)
     }
+
+    /// Hashes all but the environment: an account's tokens are cached under one or a few aliases of
+    /// its cloud, so the environment would add bytes to hash on every lookup and tell few IDs
+    /// apart. Equality still compares all four.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(homeAccountID)
+        hasher.combine(realm)
+        hasher.combine(clientID)
+    }
 }
 
 /// (home account ID, environment, client or family ID), lowercased.
@@ -698,6 +721,15 @@ struct CacheIndex: Sendable {
         }
     }
 
+    /// ``bestAccessToken(in:including:)-(_,ScopeSet)`` with the numbers kept in `scopes`.
+    func bestAccessToken(in id: CredentialID, including scopes: RequestScopes) -> AccessTokenEntry? {
+        guard let partition = accessTokens[id] else { return nil }
+        return scopeTable.withIDs(of: scopes) { wanted in
+            guard let wanted else { return nil }  // a scope no token holds
+            return Self.best(in: partition, including: wanted)
+        }
+    }
+
     /// The token of `partition` whose scopes include `wanted` (sorted numbers) and that expires last.
     private static func best(in partition: AccessTokenPartition, including wanted: UnsafeBufferPointer<Int32>) -> AccessTokenEntry? {
         var best: Int?
@@ -802,7 +834,13 @@ extension AccountEntry {
 /// Numbers the lowercased scopes of the cached access tokens, so that a lookup compares small
 /// integers instead of parsing each token's `target`. Numbers are never reused while the index lives.
 struct ScopeTable: Sendable {
+    /// Names this table's numbering. A copy of the table that numbers a new scope first takes a
+    /// new one (the copies' numberings may differ from then on), so numbers kept under one name
+    /// (``RequestScopes``) hold for every table that has it.
+    private var numbering = Numbering()
     private var numbers: [String: Int32] = [:]
+    /// The name of this table's numbering (see ``numbering``).
+    var numberingName: UInt64 { numbering.name }
     /// Each distinct sorted array of numbers, kept once: the tokens of many accounts share a few
     /// scope sets, and a shared array is one allocation that stays in the processor's cache.
     private var sets: Set<[Int32]> = []
@@ -827,6 +865,7 @@ struct ScopeTable: Sendable {
             if let id = numbers[scope] {
                 ids.append(id)
             } else {
+                if !isKnownUniquelyReferenced(&numbering) { numbering = Numbering() }
                 let id = Int32(numbers.count)
                 numbers[scope] = id
                 ids.append(id)
@@ -859,9 +898,59 @@ struct ScopeTable: Sendable {
         }
     }
 
+    /// ``withIDs(of:_:)-(ScopeSet,_)`` for `scopes.set`, with the numbers kept in `scopes` when they
+    /// were kept under this table's numbering; else numbered, and kept when every scope has a number.
+    func withIDs<T>(of scopes: RequestScopes, _ body: (UnsafeBufferPointer<Int32>?) -> T) -> T {
+        let name = numberingName
+        if let kept = scopes.numbers(in: name) {
+            return kept.withUnsafeBufferPointer { body($0) }
+        }
+        return withIDs(of: scopes.set) { ids in
+            if let ids { scopes.keep(Array(ids), in: name) }
+            return body(ids)
+        }
+    }
+
     /// The sorted numbers of the scopes of `scopes` that some cached token holds.
     func knownIDs(of scopes: ScopeSet) -> [Int32] {
         scopes.normalized.compactMap { numbers[$0] }.sorted()
+    }
+}
+
+/// The name of a ``ScopeTable``'s numbering: a number unique in the process, held in an object so
+/// that a table can tell whether a copy shares it.
+final class Numbering: Sendable {
+    let name: UInt64
+
+    init() {
+        name = Self.names.add(1, ordering: .relaxed).newValue
+    }
+
+    private static let names = Atomic<UInt64>(0)
+}
+
+/// The scopes of a request (validated), with the sorted numbers a ``ScopeTable`` gave them, kept
+/// for the next lookup of the same scopes (the numbers of a numbering never change). What an
+/// application keeps per scope array it is asked for: apps ask for the same few scope sets again
+/// and again, and numbering them costs a hash lookup per scope on every call.
+package final class RequestScopes: Sendable {
+    /// The scopes.
+    package let set: ScopeSet
+    private let kept = Mutex<(numbering: UInt64, numbers: [Int32])?>(nil)
+
+    /// `set`, with no numbers kept yet.
+    package init(_ set: ScopeSet) {
+        self.set = set
+    }
+
+    /// The numbers kept under the numbering named `numbering`, or `nil`.
+    func numbers(in numbering: UInt64) -> [Int32]? {
+        kept.withLock { kept in kept.flatMap { $0.numbering == numbering ? $0.numbers : nil } }
+    }
+
+    /// Keeps `numbers` (sorted) under the numbering named `numbering`, replacing what was kept.
+    func keep(_ numbers: [Int32], in numbering: UInt64) {
+        kept.withLock { $0 = (numbering, numbers) }
     }
 }
 

@@ -1,4 +1,30 @@
 extension UInt8 {
+    /// Whether every byte of `bytes` is ASCII and none is a capital letter (`A`–`Z`). Reads eight
+    /// bytes at a time: identifiers (home account IDs, hosts, GUIDs) are checked on every lookup.
+    @inlinable package static func isLowercaseASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            if word & highBits != 0 { return false }
+            // Each byte is below 0x80, so adding to it never carries into the next byte: the high
+            // bit of a byte of `atLeastA` is set when it is `A` (0x41) or above, of `aboveZ` when
+            // it is above `Z` (0x5A).
+            let atLeastA = word &+ 0x3F3F_3F3F_3F3F_3F3F
+            let aboveZ = word &+ 0x2525_2525_2525_2525
+            if atLeastA & ~aboveZ & highBits != 0 { return false }
+            offset += 8
+        }
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte >= 0x80 || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) { return false }
+            offset += 1
+        }
+        return true
+    }
+
     /// This byte with an ASCII capital letter (`A`–`Z`) turned into its small letter; any other byte
     /// unchanged. What identifiers, hosts, header names and scopes are compared and keyed by
     /// (MSAL's cache keys are lowercase; RFC 9110 §5.1 header names are case-insensitive ASCII).
@@ -50,9 +76,7 @@ extension String {
     /// small when it is other ASCII, and `lowercased()` (Unicode case mapping) otherwise.
     @inlinable package func lowercasedIfNeeded() -> String {
         // The common case first, in one pass that reads nothing else: ASCII without a capital.
-        let plain = utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.allSatisfy { $0 < 0x80 && ($0 < UInt8(ascii: "A") || $0 > UInt8(ascii: "Z")) }
-        }
+        let plain = utf8.withContiguousStorageIfAvailable { bytes in UInt8.isLowercaseASCII(bytes) }
         if plain == true { return self }
         let lowered = utf8.withContiguousStorageIfAvailable { bytes -> String? in
             guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }

@@ -12,6 +12,26 @@ struct ASCIILowercasingTests {
         #expect(string.lowercasedIfNeeded() == string.lowercased())
     }
 
+    @Test("isLowercaseASCII reads eight bytes at a time and answers as a byte-by-byte check: every boundary byte at every position of strings of 0 to 19 bytes")
+    func wordAtATimeCheck() {
+        // The bytes around the ranges the check tells apart: below and at `A`, at and above `Z`,
+        // the small letters, the last ASCII byte and the first non-ASCII ones.
+        let boundaries: [UInt8] = [0x00, 0x20, 0x40, 0x41, 0x4D, 0x5A, 0x5B, 0x60, 0x61, 0x7A, 0x7B, 0x7F, 0x80, 0xC3, 0xFF]
+        var checked = 0
+        for length in 0..<20 {
+            for position in 0..<max(length, 1) {
+                for byte in boundaries {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    if length > 0 { bytes[position] = byte }
+                    let expected = bytes.allSatisfy { $0 < 0x80 && !($0 >= 0x41 && $0 <= 0x5A) }
+                    #expect(bytes.withUnsafeBufferPointer { UInt8.isLowercaseASCII($0) } == expected, "\(bytes)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 15 * (1 + (1..<20).reduce(0, +)))
+    }
+
     @Test("A string without a capital letter comes back as it is")
     func unchanged() {
         let lower = "https://graph.microsoft.com/user.read"
