@@ -38,6 +38,36 @@ struct SilentHitTests {
         #expect(hit.correlationID == mine.uuidString.lowercased())
     }
 
+    @Test("One scope array asked for again and again: rejected every time when invalid, and answered with the right token after the cache changes")
+    func repeatedScopeArrays() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let reserved = ["openid", "api://demo/Files.Read"], blank = ["api://demo/Files.Read", ""]
+        for _ in 0..<3 {
+            for invalid in [reserved, blank] {
+                await #expect(throws: MSALError.internal(.invalidScope, "")) {
+                    try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: invalid, account: signIn.account))
+                }
+            }
+        }
+        // The same array object, and an equal one, before and after a refresh replaced the token and
+        // a token for other scopes was added (the index numbers the new scope).
+        let scopes = Self.scopes
+        #expect(try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: scopes, account: signIn.account)).accessToken == signIn.accessToken)
+        let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: scopes, account: signIn.account, forceRefresh: true))
+        #expect(refreshed.tokenSource == .identityProvider && refreshed.accessToken != signIn.accessToken)
+        let other = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Write"], account: signIn.account))
+        #expect(other.tokenSource == .identityProvider)
+        for asked in [scopes, ["api://demo/Files.Read"], ["API://demo/files.read"]] {
+            let hit = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: asked, account: signIn.account))
+            #expect(hit.tokenSource == .cache && hit.accessToken == refreshed.accessToken)
+        }
+        let otherHit = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Write"], account: signIn.account))
+        #expect(otherHit.tokenSource == .cache && otherHit.accessToken == other.accessToken)
+    }
+
     @Test("After another instance adds a guest profile to the cache, a hit in this one returns the account with it")
     func accountFollowsTheCache() async throws {
         let fixture = try LocalFixture()
