@@ -28,20 +28,35 @@ final class CorrelationIDGenerator: Sendable {
         var low = Self.mix(base.1 ^ count)
         high = (high & ~0xF000) | 0x4000  // version 4 (the high nibble of byte 6)
         low = (low & ~(0xC0 << 56)) | (0x80 << 56)  // variant 10 (the top bits of byte 8)
-        // One allocation: the string's own storage, written in place.
-        return String(unsafeUninitializedCapacity: 36) { bytes in
-            var position = 0
-            for nibble in 0..<32 {
-                if position == 8 || position == 13 || position == 18 || position == 23 {
-                    bytes[position] = UInt8(ascii: "-")
-                    position += 1
-                }
-                let value = nibble < 16 ? high : low
-                let shift = UInt64(60 - 4 * (nibble % 16))
-                bytes[position] = Self.hexDigit(UInt8(truncatingIfNeeded: value >> shift) & 0xF)
-                position += 1
-            }
+        return Self.format(high: high, low: low)
+    }
+
+    /// The UUID whose 16 bytes are `high` then `low` (big-endian), in its string form: lowercase
+    /// hexadecimal digits in groups of 8-4-4-4-12 (RFC 9562 §4).
+    static func format(high: UInt64, low: UInt64) -> String {
+        // One allocation: the string's own storage, written in place, group by group.
+        String(unsafeUninitializedCapacity: 36) { bytes in
+            Self.writeHex(high >> 32, digits: 8, to: bytes, at: 0)
+            bytes[8] = UInt8(ascii: "-")
+            Self.writeHex(high >> 16, digits: 4, to: bytes, at: 9)
+            bytes[13] = UInt8(ascii: "-")
+            Self.writeHex(high, digits: 4, to: bytes, at: 14)
+            bytes[18] = UInt8(ascii: "-")
+            Self.writeHex(low >> 48, digits: 4, to: bytes, at: 19)
+            bytes[23] = UInt8(ascii: "-")
+            Self.writeHex(low, digits: 12, to: bytes, at: 24)
             return 36
+        }
+    }
+
+    /// Writes the lowest `digits` hexadecimal digits of `value` (lowercase, most significant first)
+    /// to `bytes` from `position`.
+    @inline(__always)
+    private static func writeHex(_ value: UInt64, digits: Int, to bytes: UnsafeMutableBufferPointer<UInt8>, at position: Int) {
+        var value = value
+        for offset in stride(from: digits - 1, through: 0, by: -1) {
+            bytes[position + offset] = hexDigit(UInt8(truncatingIfNeeded: value) & 0xF)
+            value >>= 4
         }
     }
 
