@@ -23,7 +23,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         let token: Token
         let tokenType: String
         let expiresOn: Date
-        let scopes: [String]
+        let scopes: Scopes
         let account: Account
         let tenantID: String
         let identity: Identity
@@ -32,7 +32,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         let isExtendedLifetimeToken: Bool
 
         init(
-            token: Token, tokenType: String, expiresOn: Date, scopes: [String], account: Account, tenantID: String,
+            token: Token, tokenType: String, expiresOn: Date, scopes: Scopes, account: Account, tenantID: String,
             identity: Identity, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
         ) {
             self.token = token
@@ -53,6 +53,13 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     private enum Token: Sendable {
         case value(String)
         case entry(AccessTokenEntry)
+    }
+
+    /// Where ``scopes`` come from: a result from the cache splits and sorts its entry's `target` when
+    /// asked (kept per target for the process, ``sortedScopes(ofTarget:)``).
+    private enum Scopes: Sendable {
+        case value([String])
+        case ofTarget(String)
     }
 
     /// Where ``idToken`` and ``idTokenClaims`` come from: a result from the cache reads them, when
@@ -79,7 +86,12 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// When the access token expires (absolute instant; render in UTC).
     public var expiresOn: Date { storage.expiresOn }
     /// The scopes the access token was granted, as the server returned them.
-    public var scopes: [String] { storage.scopes }
+    public var scopes: [String] {
+        switch storage.scopes {
+        case .value(let scopes): scopes
+        case .ofTarget(let target): Self.sortedScopes(ofTarget: target)
+        }
+    }
     /// The account the token belongs to.
     public var account: Account { storage.account }
     /// The tenant the token was issued in (`realm`): a tenant ID for Entra ID.
@@ -101,7 +113,12 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// The correlation ID of the request that produced the token: for a cache hit, this call's; for
     /// a call that waited on a refresh another concurrent call made for the same account and scopes
     /// (one network request serves them all), that request's, which is the one the provider logged.
-    public internal(set) var correlationID: String
+    public internal(set) var correlationID: String {
+        get { correlation.string }
+        set { correlation = .given(newValue) }
+    }
+    /// ``correlationID``, written out when it is read.
+    var correlation: RequestCorrelationID
     /// Whether the token came from the cache or from the identity provider.
     public var tokenSource: TokenSource { storage.tokenSource }
     /// The authority the token was requested from.
@@ -119,25 +136,34 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
         storage = Storage(
-            token: .value(accessToken), tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, account: account,
+            token: .value(accessToken), tokenType: tokenType, expiresOn: expiresOn, scopes: .value(scopes), account: account,
             tenantID: tenantID, identity: .given(idToken: idToken, claims: idTokenClaims), tokenSource: tokenSource,
             authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
-        self.correlationID = correlationID
+        correlation = .given(correlationID)
     }
 
     /// Creates the result of a cached access token: its token, type, expiry and tenant (`realm`)
-    /// come from `entry`; its ID token and claims are those of `account`'s profile for that tenant
-    /// (``Account/claims(ofTenant:)``), or absent.
+    /// come from `entry`, its scopes from the entry's `target` (sorted); its ID token and claims are
+    /// those of `account`'s profile for that tenant (``Account/claims(ofTenant:)``), or absent.
     init(
-        cached entry: AccessTokenEntry, scopes: [String], account: Account, correlationID: String,
+        cached entry: AccessTokenEntry, account: Account, correlation: RequestCorrelationID,
         authority: Authority, isExtendedLifetimeToken: Bool
     ) {
         storage = Storage(
-            token: .entry(entry), tokenType: entry.tokenType, expiresOn: entry.expiresOn, scopes: scopes, account: account,
-            tenantID: entry.realm, identity: .ofAccountTenant, tokenSource: .cache, authority: authority,
+            token: .entry(entry), tokenType: entry.tokenType, expiresOn: entry.expiresOn, scopes: .ofTarget(entry.target),
+            account: account, tenantID: entry.realm, identity: .ofAccountTenant, tokenSource: .cache, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken)
-        self.correlationID = correlationID
+        self.correlation = correlation
     }
+
+    /// The scopes of an access token's space-delimited `target`, sorted, as a cached result reports
+    /// them. Kept per target for every application in the process (at most 1,024 targets; a
+    /// target's scopes are the same for all).
+    static func sortedScopes(ofTarget target: String) -> [String] {
+        targetScopes.value(for: target) { ScopeSet.sortedScopes(spaceDelimited: target) }
+    }
+
+    private static let targetScopes = KeptValues<String, [String]>(limit: 1_024)
 
     /// The fields, with the access token and the raw ID token shown as `<redacted>` (`dump`,
     /// debuggers): printing a result never shows a token.

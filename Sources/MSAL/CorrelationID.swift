@@ -23,12 +23,18 @@ final class CorrelationIDGenerator: Sendable {
 
     /// The next ID: `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`, lowercase hex.
     func next() -> String {
+        nextID().string
+    }
+
+    /// The next ID, written out only when it is read (``RequestCorrelationID/string``): a cache hit
+    /// carries its ID in the result, and most callers never read it.
+    func nextID() -> RequestCorrelationID {
         let count = counter.add(1, ordering: .relaxed).newValue
         var high = Self.mix(base.0 &+ count &* 0x9E37_79B9_7F4A_7C15)
         var low = Self.mix(base.1 ^ count)
         high = (high & ~0xF000) | 0x4000  // version 4 (the high nibble of byte 6)
         low = (low & ~(0xC0 << 56)) | (0x80 << 56)  // variant 10 (the top bits of byte 8)
-        return Self.format(high: high, low: low)
+        return .generated(high: high, low: low)
     }
 
     /// The UUID whose 16 bytes are `high` then `low` (big-endian), in its string form: lowercase
@@ -71,5 +77,23 @@ final class CorrelationIDGenerator: Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// A request's correlation ID as a request carries it: the caller's (already a string), or one
+/// ``CorrelationIDGenerator`` made (its 128 bits), written out when it is read.
+enum RequestCorrelationID: Sendable, Hashable {
+    /// An ID given as a string.
+    case given(String)
+    /// A generated ID: the UUID's bytes, `high` then `low` (big-endian).
+    case generated(high: UInt64, low: UInt64)
+
+    /// The ID: the given string, or the generated UUID in lowercase (``CorrelationIDGenerator/format(high:low:)``).
+    /// The same string every time it is read.
+    var string: String {
+        switch self {
+        case .given(let id): id
+        case .generated(let high, let low): CorrelationIDGenerator.format(high: high, low: low)
+        }
     }
 }

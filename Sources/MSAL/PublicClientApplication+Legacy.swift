@@ -137,7 +137,7 @@ extension PublicClientApplication {
         if let upgraded = try allAccounts().first(where: { user.isSameAccount(as: $0) }) {
             var forwarded = parameters
             forwarded.account = upgraded
-            return try await silent(forwarded, correlationID: correlationID)
+            return try await silent(forwarded, correlation: .given(correlationID))
         }
         let requestAuthority = parameters.authority ?? configuration.authority
         let claims = try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities)

@@ -47,8 +47,6 @@ public final class PublicClientApplication: Sendable {
     /// account's refreshes bring the same one each time. At most 4,096 kept; dropped, as
     /// ``sharedIDTokenClaims`` are, by ``remove(account:)``.
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
-    /// ``sortedScopes(ofTarget:)`` by target.
-    let targetScopes = KeptValues<String, [String]>(limit: 1_024)
     /// ``ScopeSet/validatedRequest(_:)`` of the scope arrays silent requests pass, by array, with
     /// the numbers the cache's index gave them (see ``RequestScopes``).
     let requestScopes = KeptValues<[String], RequestScopes>(limit: 1_024)
@@ -207,22 +205,24 @@ public final class PublicClientApplication: Sendable {
     ///   account's username; `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
     public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
-        let correlationID = parameters.correlationID?.uuidString.lowercased() ?? CorrelationIDGenerator.shared.next()
+        // Written out only when read: a hit's caller seldom reads it.
+        let correlation = parameters.correlationID.map { RequestCorrelationID.given($0.uuidString.lowercased()) }
+            ?? CorrelationIDGenerator.shared.nextID()
         var probe: SilentHitMemo.Probe?
         if silentHits.isInUse() {
             let request = SilentHitMemo.Probe(SilentHitMemo.Key(
                 scopes: parameters.scopes, accountIdentifier: parameters.account.identifier,
                 authority: parameters.authority ?? configuration.authority))
             if var kept = keptHit(parameters, request) {
-                kept.correlationID = correlationID
+                kept.correlation = correlation
                 return kept
             }
             probe = request
         }
         do {
-            return try await silent(parameters, correlationID: correlationID, probe: probe)
+            return try await silent(parameters, correlation: correlation, probe: probe)
         } catch {
-            throw error.filling(correlationID: correlationID)
+            throw error.filling(correlationID: correlation.string)
         }
     }
 
@@ -255,7 +255,7 @@ public final class PublicClientApplication: Sendable {
     /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is offered; `nil`
     ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
     func silent(
-        _ parameters: SilentTokenParameters, correlationID: String, probe: SilentHitMemo.Probe? = nil
+        _ parameters: SilentTokenParameters, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe? = nil
     ) async throws(MSALError) -> AuthenticationResult {
         // Read before any lookup, so an answer is never kept for a newer state than it saw (the
         // lookups check the store; an answer kept under an older revision is never found).
@@ -266,16 +266,16 @@ public final class PublicClientApplication: Sendable {
         let scopes = request.set
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
-            return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlationID)
+            return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlation.string)
         }
         let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
-        let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlationID)
+        let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlation.string)
         let now = configuration.clock.now()
 
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
-        let environments = try await self.environments(for: authority, correlationID: correlationID)
+        let environments = try await self.environments(for: authority, correlationID: correlation.string)
         let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: request)
         let cached = found?.entry
         let decision = SilentDecision.decide(
@@ -289,7 +289,7 @@ public final class PublicClientApplication: Sendable {
         if decision == .useCached, let cached {
             logger.debug("silent request served from the cache for \(pii: account.identifier)")
             let (result, accountIsCached) = try cachedResultAndSource(
-                cached, account: account, authority: authority, correlationID: correlationID, revision: found?.revision)
+                cached, account: account, authority: authority, correlation: correlation, revision: found?.revision)
             if let probe, accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
                 silentHits.keep(
                     SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
@@ -303,6 +303,7 @@ public final class PublicClientApplication: Sendable {
             kind: "silent", clientID: configuration.clientID, authority: authority.url.absoluteString.lowercasedIfNeeded(),
             account: account.identifier.lowercasedIfNeeded(), scopes: scopes.normalized, forceRefresh: parameters.forceRefresh,
             extraParameters: extraParameters)
+        let correlationID = correlation.string
         let mayUseNewerToken = !parameters.forceRefresh && parameters.claims == nil
         let operation: @Sendable () async -> Result<AuthenticationResult, MSALError> = { [self] in
             // Another caller's refresh may have finished between this call's lookup and now (it
@@ -426,7 +427,7 @@ public final class PublicClientApplication: Sendable {
     /// cloud (Entra instance metadata: built in for the well-known clouds, else instance discovery,
     /// which also validates the host). Other authority kinds and loopback hosts have only their own.
     /// - Throws: `.internal(.failedAuthorityValidation)` for an Entra host Entra does not know.
-    func environments(for authority: Authority, correlationID: String) async throws(MSALError) -> [String] {
+    func environments(for authority: Authority, correlationID: @autoclosure () -> String) async throws(MSALError) -> [String] {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
         if let known = knownCloudEnvironments.value(for: environment) { return known }
@@ -436,7 +437,7 @@ public final class PublicClientApplication: Sendable {
             knownCloudEnvironments.keep(environments, for: environment)
             return environments
         } else {
-            metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID)
+            metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID())
         }
         return [environment] + metadata.aliases.filter { $0.lowercased() != environment.lowercased() }
     }
@@ -511,21 +512,21 @@ public final class PublicClientApplication: Sendable {
     /// The authority and realm a silent request for `account` uses. On Entra ID, `common`,
     /// `organizations` and `consumers` become the account's home tenant; a tenant domain is mapped
     /// to its tenant ID through the tenant's discovery document.
-    private func silentTarget(for authority: Authority, account: Account, correlationID: String) async throws(MSALError) -> (Authority, String) {
+    private func silentTarget(for authority: Authority, account: Account, correlationID: @autoclosure () -> String) async throws(MSALError) -> (Authority, String) {
         switch (authority.type, authority.tenant) {
         case (.aad, .tenantID(let id)?):
             return (authority, id)
         case (.aad, .domain?):
-            let openID = try await discovery.configuration(for: authority, correlationID: correlationID)
+            let openID = try await discovery.configuration(for: authority, correlationID: correlationID())
             guard let tenant = Self.tenantSegment(ofIssuer: openID.issuer) else {
-                throw MSALError(.serverError, internalCode: .invalidResponse, message: "The discovery document's issuer does not name a tenant.", correlationID: correlationID)
+                throw MSALError(.serverError, internalCode: .invalidResponse, message: "The discovery document's issuer does not name a tenant.", correlationID: correlationID())
             }
             return (authority.withTenant(tenant), tenant)
         case (.aad, _):
             let home = account.homeAccountID?.tenantID
                 ?? account.tenantProfiles.first(where: \.isHomeTenant)?.tenantID
             guard let home else {
-                throw MSALError(.interactionRequired, message: "The account has no home tenant; sign in interactively.", correlationID: correlationID)
+                throw MSALError(.interactionRequired, message: "The account has no home tenant; sign in interactively.", correlationID: correlationID())
             }
             return (authority.withTenant(home), home)
         case (.b2c, _):
@@ -534,7 +535,7 @@ public final class PublicClientApplication: Sendable {
             let home = account.homeAccountID?.tenantID
                 ?? account.tenantProfiles.first(where: \.isHomeTenant)?.tenantID
             guard let home else {
-                throw MSALError(.interactionRequired, message: "The account has no B2C tenant; sign in interactively.", correlationID: correlationID)
+                throw MSALError(.interactionRequired, message: "The account has no B2C tenant; sign in interactively.", correlationID: correlationID())
             }
             return (authority, home)
         case (.adfs, _):
@@ -579,7 +580,7 @@ public final class PublicClientApplication: Sendable {
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String, isExtendedLifetimeToken: Bool = false
     ) throws(MSALError) -> AuthenticationResult {
         try cachedResultAndSource(
-            entry, account: account, authority: authority, correlationID: correlationID,
+            entry, account: account, authority: authority, correlation: .given(correlationID),
             isExtendedLifetimeToken: isExtendedLifetimeToken).result
     }
 
@@ -589,7 +590,7 @@ public final class PublicClientApplication: Sendable {
     ///   that this instance assembled at that revision, for the entry's home account ID and
     ///   environment, is the account of that state, used as it is.
     private func cachedResultAndSource(
-        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlationID: String,
+        _ entry: AccessTokenEntry, account: Account, authority: Authority, correlation: RequestCorrelationID,
         isExtendedLifetimeToken: Bool = false, revision: UInt64? = nil
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
         let found: Account?
@@ -604,8 +605,8 @@ public final class PublicClientApplication: Sendable {
         }
         let current = found ?? account
         return (AuthenticationResult(
-            cached: entry, scopes: sortedScopes(ofTarget: entry.target), account: current, correlationID: correlationID,
-            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
+            cached: entry, account: current, correlation: correlation, authority: authority,
+            isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
     }
 
     /// Whether the provider was unavailable rather than refusing: a 5xx, a timeout, a network error.
@@ -755,12 +756,6 @@ public final class PublicClientApplication: Sendable {
     /// - Throws: what ``ClientInfo/init(encoded:)`` throws; nothing is kept then.
     func decodedClientInfo(_ encoded: String) throws(MSALError) -> ClientInfo {
         try Self.sharedClientInfos.value(for: encoded) { () throws(MSALError) in try ClientInfo(encoded: encoded) }
-    }
-
-    /// The scopes of a cached access token's `target`, sorted (``ScopeSet/sortedScopes(spaceDelimited:)``),
-    /// split once per distinct target (an app has few) and kept.
-    func sortedScopes(ofTarget target: String) -> [String] {
-        targetScopes.value(for: target) { ScopeSet.sortedScopes(spaceDelimited: target) }
     }
 
     /// The account of one home account's tenant profiles (account entries with their ID tokens).

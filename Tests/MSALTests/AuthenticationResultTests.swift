@@ -1,5 +1,6 @@
 import Foundation
 @testable import MSAL
+import MSALCache
 import MSALCore
 import Testing
 
@@ -44,5 +45,29 @@ struct AuthenticationResultTests {
             }
             #expect(dumped.contains("accessToken: \"<redacted>\"") && dumped.contains("- some: \"<redacted>\""))
         }
+    }
+
+    @Test("A cached result's scopes are its entry's target split and sorted, and its generated correlation ID reads the same each time until it is set")
+    func cachedScopesAndCorrelation() throws {
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        let entry = AccessTokenEntry(
+            homeAccountID: "uid.utid", environment: "login.example", clientID: "client", realm: "utid",
+            target: "Mail.Read  https://res.example/User.Read\tFiles.Read", secret: "at-secret-value", cachedAt: t0,
+            expiresOn: t0.addingTimeInterval(3600))
+        let account = Account(identifier: "uid.utid", username: nil, environment: "login.example", tenantProfiles: [])
+        let generated = CorrelationIDGenerator().nextID()
+        var result = AuthenticationResult(
+            cached: entry, account: account, correlation: generated, authority: try Authority("https://login.microsoftonline.com/utid"),
+            isExtendedLifetimeToken: false)
+        #expect(result.scopes == ScopeSet.sortedScopes(spaceDelimited: entry.target))
+        #expect(result.scopes == ["Files.Read", "https://res.example/User.Read", "Mail.Read"])
+        #expect(result.accessToken == "at-secret-value" && result.tenantID == "utid" && result.expiresOn == entry.expiresOn)
+        let first = result.correlationID
+        #expect(UUID(uuidString: first) != nil && first == first.lowercased())
+        #expect(result.correlationID == first && result.correlation.string == first)
+        let copy = result
+        result.correlationID = "caller-given"
+        #expect(result.correlationID == "caller-given" && copy.correlationID == first)
+        #expect(!String(describing: result).contains("at-secret-value"))
     }
 }
