@@ -430,15 +430,12 @@ public final class PublicClientApplication: Sendable {
     func environments(for authority: Authority, correlationID: @autoclosure () -> String) async throws(MSALError) -> [String] {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
-        // A well-known cloud's aliases are the same for every application: kept with the authority
-        // value (found without a lookup when the app passes it again) and by host.
-        if let kept = authority.keptCloudAliases { return kept }
-        if let known = knownCloudEnvironments.value(for: environment) { return authority.keepCloudAliases(known) }
+        if let known = knownCloudEnvironments.value(for: environment) { return known }
         let metadata: InstanceMetadata
         if let known = InstanceMetadata.known(host: environment) {
             let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
             knownCloudEnvironments.keep(environments, for: environment)
-            return authority.keepCloudAliases(environments)
+            return environments
         } else {
             metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID())
         }

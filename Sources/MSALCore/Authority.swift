@@ -1,5 +1,4 @@
 public import Foundation
-internal import Synchronization
 
 /// The kind of identity provider an ``Authority`` points at, which decides the endpoint layout,
 /// how accounts are identified and which protocol extensions are used.
@@ -108,8 +107,6 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
         let policy: String?
         let environment: String
         let isLoopback: Bool
-        /// The aliases of the cloud, once an application found them in the well-known clouds' table.
-        let cloudAliases = AtomicLazyReference<CloudAliases>()
 
         init(url: URL, type: AuthorityType, tenant: AuthorityTenant?, policy: String?, environment: String, isLoopback: Bool) {
             self.url = url
@@ -122,19 +119,6 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
     }
 
     private let storage: Storage
-
-    /// The aliases of this authority's cloud (its host first) kept with it by ``keepCloudAliases(_:)``,
-    /// or `nil`: an app that passes the same authority value on every call finds them here without
-    /// a table lookup.
-    package var keptCloudAliases: [String]? { storage.cloudAliases.load()?.environments }
-
-    /// Keeps `environments` as the aliases of this authority's cloud, for every copy of this value
-    /// (not for equal authorities made separately). Only for aliases that hold for every
-    /// application in the process (the well-known clouds' fixed table).
-    /// - Returns: the aliases kept: `environments`, or those another caller kept first.
-    package func keepCloudAliases(_ environments: [String]) -> [String] {
-        storage.cloudAliases.storeIfNil(CloudAliases(environments)).environments
-    }
 
     /// The normalized authority URL: scheme and host lowercased, no query, fragment or trailing slash.
     /// For ``AuthorityType/aad``, `https://<host>/<tenant>`; for ``AuthorityType/b2c``,
@@ -337,16 +321,5 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)
         guard octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) else { return false }
         return octets[0] == "127"
-    }
-}
-
-/// The aliases of a cloud (``Authority/keptCloudAliases``), in an object so an authority can keep
-/// them once, lock-free.
-package final class CloudAliases: Sendable {
-    /// The cloud's hosts, the authority's first.
-    package let environments: [String]
-
-    init(_ environments: [String]) {
-        self.environments = environments
     }
 }

@@ -28,40 +28,6 @@ struct AuthorityResolutionTests {
         #expect(transport.requests.isEmpty, "a cache hit on a well-known cloud sends nothing, not even discovery")
     }
 
-    @Test("A well-known cloud's aliases are kept with the authority value the app passes; an equal value made anew, and a loopback authority, find theirs as before")
-    func aliasesKeptWithTheAuthority() async throws {
-        let transport = InteropEntraTransport()
-        let authority = try Authority("https://login.windows.net/\(Self.tenant)")
-        var configuration = PublicClientApplicationConfiguration(
-            clientID: Self.client, authority: authority,
-            cacheStore: InMemoryTokenCacheStore(contents: try InteropFixtures.cache("single_account")))
-        configuration.clock = ManualWallClock(Date(timeIntervalSince1970: 1_700_000_600))
-        configuration.transport = transport
-        let application = try PublicClientApplication(configuration: configuration)
-        let account = try #require(try application.account(forIdentifier: Self.alice))
-        #expect(authority.keptCloudAliases == nil)
-        // Scopes spelled differently each time, so no call is answered by the table of repeated requests.
-        let fresh = try Authority("https://login.windows.net/\(Self.tenant)")
-        for (asked, scope) in [
-            (authority, "https://graph.microsoft.com/User.Read"), (authority, "https://graph.microsoft.com/user.read"),
-            (fresh, "HTTPS://graph.microsoft.com/User.Read"),
-        ] {
-            let result = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: [scope], account: account, authority: asked))
-            #expect(result.tokenSource == .cache && result.accessToken == "AT-1")
-            let kept = try #require(asked.keptCloudAliases)
-            #expect(kept.first == "login.windows.net" && kept.contains("login.microsoftonline.com") && kept.count == 4)
-        }
-        #expect(transport.requests.isEmpty)
-        // The local provider's loopback authority has no aliases to keep.
-        let fixture = try LocalFixture()
-        defer { fixture.stop() }
-        let local = try fixture.application()
-        let signIn = try await fixture.signIn(local)
-        let hit = try await local.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://demo/Files.Read"], account: signIn.account, authority: fixture.authority))
-        #expect(hit.tokenSource == .cache)
-        #expect(fixture.authority.keptCloudAliases == nil)
-    }
-
     @Test("A cache hit on the local provider sends no request either (no discovery, no instance discovery)")
     func cacheHitIsOffline() async throws {
         let fixture = try LocalFixture()
