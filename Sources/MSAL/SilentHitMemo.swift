@@ -91,9 +91,11 @@ final class SilentHitMemo: Sendable {
     /// Lookups between two evaluations of the share of lookups that find an answer.
     static let evaluationWindow = 2_048
     /// Below one lookup in this many finding an answer, the table is bypassed for a while: its
-    /// break-even, measured on the benchmarks' caches (a lookup that finds nothing and the offer
-    /// after it cost about 0.4 µs; a found answer saves 2–3 µs).
-    static let minimumHitShare = 6
+    /// break-even, measured on the benchmarks' caches of 10k and 100k tokens. A lookup that finds
+    /// nothing and the offer after it cost about 0.4 µs; a found answer saves 0.6–0.9 µs (what the
+    /// ordinary path costs beyond a kept answer), so the table pays for itself from about one
+    /// lookup in three.
+    static let minimumHitShare = 3
     /// Requests that bypass the table after an evaluation found it of little use.
     static let bypassLength = 8_192
     /// The longest bypass: ``bypassLength`` doubled by each failed window in a row, twice at most,
