@@ -312,65 +312,71 @@ public final class TokenCache: Sendable {
         appMetadata: AppMetadataEntry?
     ) throws(MSALError) {
         try withState { state throws(MSALError) in
-            guard let index = state.index else { return }
-            var upserts: [(key: String, entry: CacheEntry)] = []
-            var removals = Set<CacheEntryRemoval>()
-            if let accessToken {
-                let newKey = accessToken.key
-                for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessTokenScopes ?? accessToken.scopes, except: accessToken) {
-                    removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
+            // The change is planned on a copy of the index in a scope of its own, released before
+            // the change is applied to the index in place: alive then, it would make the index
+            // copy every table the change touches (the whole cache, on every refresh).
+            let change: TokenCacheChange
+            do {
+                guard let index = state.index else { return }
+                var upserts: [(key: String, entry: CacheEntry)] = []
+                var removals = Set<CacheEntryRemoval>()
+                if let accessToken {
+                    let newKey = accessToken.key
+                    for key in index.accessTokenKeys(in: CredentialID(accessToken), intersectingOrEmpty: accessTokenScopes ?? accessToken.scopes, except: accessToken) {
+                        removals.insert(CacheEntryRemoval(kind: .accessToken, key: key))
+                    }
+                    upserts.append((newKey, .accessToken(accessToken)))
                 }
-                upserts.append((newKey, .accessToken(accessToken)))
-            }
-            if let refreshToken {
-                var keys = index.refreshTokensByClient[ClientID(
-                    homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment,
-                    clientOrFamilyID: refreshToken.clientID)] ?? []
-                if let familyID = refreshToken.familyID {
-                    keys.formUnion(index.refreshTokensByFamily[ClientID(
+                if let refreshToken {
+                    var keys = index.refreshTokensByClient[ClientID(
                         homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment,
-                        clientOrFamilyID: familyID)] ?? [])
+                        clientOrFamilyID: refreshToken.clientID)] ?? []
+                    if let familyID = refreshToken.familyID {
+                        keys.formUnion(index.refreshTokensByFamily[ClientID(
+                            homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment,
+                            clientOrFamilyID: familyID)] ?? [])
+                    }
+                    let newKey = refreshToken.key
+                    for key in keys where key != newKey {
+                        removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
+                    }
+                    upserts.append((newKey, .refreshToken(refreshToken)))
                 }
-                let newKey = refreshToken.key
-                for key in keys where key != newKey {
-                    removals.insert(CacheEntryRemoval(kind: .refreshToken, key: key))
+                if let idToken {
+                    let newKey = idToken.key
+                    for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
+                        removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
+                    }
+                    upserts.append((newKey, .idToken(idToken)))
                 }
-                upserts.append((newKey, .refreshToken(refreshToken)))
+                if var account {
+                    let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
+                    let newKey = account.key
+                    var replacedSource: String?
+                    for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
+                        guard let old = index.contents.accounts[key],
+                              old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
+                        // The entry under the new key first, else any entry it replaces.
+                        if key == newKey || replacedSource == nil, let source = old.accountSource { replacedSource = source }
+                        if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
+                    }
+                    if account.accountSource == nil { account.accountSource = replacedSource }
+                    upserts.append((newKey, .account(account)))
+                }
+                if let appMetadata {
+                    let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
+                    let newKey = appMetadata.key
+                    for key in index.appMetadata[id] ?? [] where key != newKey {
+                        removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
+                    }
+                    // Left out when unchanged: its absence after a race is harmless (membership unknown
+                    // means the family refresh token is tried first, as before the first answer).
+                    if index.contents.appMetadata[newKey] != appMetadata { upserts.append((newKey, .appMetadata(appMetadata))) }
+                }
+                change = TokenCacheChange(
+                    keyedUpserts: upserts,
+                    removals: removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) })
             }
-            if let idToken {
-                let newKey = idToken.key
-                for key in index.idTokens[CredentialID(idToken)] ?? [] where key != newKey {
-                    removals.insert(CacheEntryRemoval(kind: .idToken, key: key))
-                }
-                upserts.append((newKey, .idToken(idToken)))
-            }
-            if var account {
-                let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
-                let newKey = account.key
-                var replacedSource: String?
-                for key in index.accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
-                    guard let old = index.contents.accounts[key],
-                          old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
-                    // The entry under the new key first, else any entry it replaces.
-                    if key == newKey || replacedSource == nil, let source = old.accountSource { replacedSource = source }
-                    if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
-                }
-                if account.accountSource == nil { account.accountSource = replacedSource }
-                upserts.append((newKey, .account(account)))
-            }
-            if let appMetadata {
-                let id = ClientID(homeAccountID: "", environment: appMetadata.environment, clientOrFamilyID: appMetadata.clientID)
-                let newKey = appMetadata.key
-                for key in index.appMetadata[id] ?? [] where key != newKey {
-                    removals.insert(CacheEntryRemoval(kind: .appMetadata, key: key))
-                }
-                // Left out when unchanged: its absence after a race is harmless (membership unknown
-                // means the family refresh token is tried first, as before the first answer).
-                if index.contents.appMetadata[newKey] != appMetadata { upserts.append((newKey, .appMetadata(appMetadata))) }
-            }
-            let change = TokenCacheChange(
-                keyedUpserts: upserts,
-                removals: removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) })
             try commit(change, &state)
         }
     }
@@ -385,33 +391,36 @@ public final class TokenCache: Sendable {
     ///   nothing was removed.
     public func removeAccount(homeAccountID: String, environment: String, clientID: String) throws(MSALError) {
         try withState { state throws(MSALError) in
-            guard let index = state.index else { return }
-            let home = index.byHomeEnvironment[HomeEnvironment(homeAccountID: homeAccountID, environment: environment)] ?? HomeEntries()
-            let client = clientID.lowercased()
+            // Planned on a copy released before the change is applied (see `save`).
             var removals: [CacheEntryRemoval] = []
-            var accountRemovals: [CacheEntryRemoval] = []
-            var otherClientsRemain = false
-            for ref in home.others {
-                guard let entry = index.contents.entry(kind: ref.kind, key: ref.key) else { continue }
-                if ref.kind == .account {
-                    accountRemovals.append(ref)
-                } else if entry.clientID.lowercased() == client {
-                    removals.append(ref)
-                } else {
-                    otherClientsRemain = true
-                }
-            }
-            for id in home.partitions {
-                for token in index.accessTokens[id]?.tokens ?? [] {
-                    if token.entry.clientID.lowercased() == client {
-                        removals.append(CacheEntryRemoval(kind: .accessToken, key: token.key))
+            do {
+                guard let index = state.index else { return }
+                let home = index.byHomeEnvironment[HomeEnvironment(homeAccountID: homeAccountID, environment: environment)] ?? HomeEntries()
+                let client = clientID.lowercased()
+                var accountRemovals: [CacheEntryRemoval] = []
+                var otherClientsRemain = false
+                for ref in home.others {
+                    guard let entry = index.contents.entry(kind: ref.kind, key: ref.key) else { continue }
+                    if ref.kind == .account {
+                        accountRemovals.append(ref)
+                    } else if entry.clientID.lowercased() == client {
+                        removals.append(ref)
                     } else {
                         otherClientsRemain = true
                     }
                 }
+                for id in home.partitions {
+                    for token in index.accessTokens[id]?.tokens ?? [] {
+                        if token.entry.clientID.lowercased() == client {
+                            removals.append(CacheEntryRemoval(kind: .accessToken, key: token.key))
+                        } else {
+                            otherClientsRemain = true
+                        }
+                    }
+                }
+                if !otherClientsRemain { removals += accountRemovals }
+                removals.sort { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) }
             }
-            if !otherClientsRemain { removals += accountRemovals }
-            removals.sort { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) }
             try commit(TokenCacheChange(removals: removals), &state)
         }
     }
