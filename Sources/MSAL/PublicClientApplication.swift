@@ -456,6 +456,15 @@ public final class PublicClientApplication: Sendable {
         account: Account, environments: [String], realm: String, scopes: RequestScopes
     ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
         for alias in environments {
+            // An account this application assembled keeps its access tokens as the cache held
+            // them then: while the cache has not changed, they are read directly.
+            if let partitions = account.tokenPartitions as? AccountTokenPartitions, alias.equalsIgnoringCase(account.environment) {
+                switch try cache.accessTokenAndRevision(in: partitions, realm: realm, clientID: configuration.clientID, scopes: scopes) {
+                case .found(let entry, let revision): return (entry, revision)
+                case .notFound: continue
+                case .stale: break
+                }
+            }
             if let found = try cache.accessTokenAndRevision(
                 homeAccountID: account.identifier, environment: alias, realm: realm, clientID: configuration.clientID, scopes: scopes) {
                 return found
@@ -742,7 +751,10 @@ public final class PublicClientApplication: Sendable {
             let origin = AccountOrigin(application: instanceNumber, revision: cache.lastSeenRevision())
             let profiles = try cache.tenantProfiles(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
             guard !profiles.isEmpty else { return nil }
-            return makeAccount(profiles, origin: origin)
+            // Its access tokens, so the account's lookups go straight to them while the cache
+            // stays at this state (the store was just checked).
+            let partitions = try cache.tokenPartitions(homeAccountID: homeAccountID, environment: environment, checkingStore: false)
+            return makeAccount(profiles, origin: origin, tokenPartitions: partitions)
         }
     }
 
@@ -759,7 +771,9 @@ public final class PublicClientApplication: Sendable {
     }
 
     /// The account of one home account's tenant profiles (account entries with their ID tokens).
-    private func makeAccount(_ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin) -> Account {
+    private func makeAccount(
+        _ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin, tokenPartitions: AccountTokenPartitions?
+    ) -> Account {
         let first = entries[0].account
         let homeTenant = Account.homeAccountParts(of: first.homeAccountID)?.tenantID
         var profiles: [TenantProfile] = []
@@ -771,7 +785,9 @@ public final class PublicClientApplication: Sendable {
         }
         let homeEntry = entries.first { entry in homeTenant.map { $0.equalsIgnoringCase(entry.account.realm) } ?? true }?.account
         let username = homeEntry?.username ?? entries.lazy.compactMap(\.account.username).first
-        return Account(identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles, origin: origin)
+        return Account(
+            identifier: first.homeAccountID, username: username, environment: first.environment, tenantProfiles: profiles, origin: origin,
+            tokenPartitions: tokenPartitions)
     }
 }
 

@@ -20,6 +20,10 @@ public final class TokenCache: Sendable {
     private let store: any TokenCacheStore
     private let logger: Logger
     private let state: Mutex<State>
+    /// This instance's number, unique in the process: the ``AccountTokenPartitions/cache`` of the
+    /// partitions it hands out.
+    private let number = TokenCache.numbers.add(1, ordering: .relaxed).newValue
+    private static let numbers = Atomic<UInt64>(0)
 
     private struct State {
         /// `nil` until loaded, and after a change whose effect on the store is not known exactly.
@@ -89,6 +93,53 @@ public final class TokenCache: Sendable {
         try withState { state in
             let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
             return state.index!.bestAccessToken(in: id, including: scopes).map { ($0, state.revision) }
+        }
+    }
+
+    /// The access token partitions of a home account in an environment, as the index holds them
+    /// now, with the ``revision()`` of that state: what an account assembled from this state keeps,
+    /// so that its lookups go straight to its tokens (``accessTokenAndRevision(in:realm:clientID:scopes:)``).
+    /// - Parameter checkingStore: `false` skips the store's change stamp when an index is loaded
+    ///   (the caller just checked it); the partitions are then those of the state the index has.
+    /// - Returns: the partitions (none when the account has no access token); `nil` when one of them
+    ///   holds more than ``AccessTokenPartition/scanLimit`` tokens. Kept by an account, a partition
+    ///   is copied by the next change of it, and a large one carries tables of its own: its
+    ///   lookups go through the index instead.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    package func tokenPartitions(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> AccountTokenPartitions? {
+        try withState(checkingStore: checkingStore) { state in
+            let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
+            var partitions: [AccountTokenPartitions.Partition] = []
+            for id in state.index!.byHomeEnvironment[home]?.partitions ?? [] {
+                guard let tokens = state.index!.accessTokens[id] else { continue }
+                guard tokens.tokens.count <= AccessTokenPartition.scanLimit else { return nil }
+                partitions.append(AccountTokenPartitions.Partition(realm: id.realm, clientID: id.clientID, tokens: tokens))
+            }
+            return AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
+        }
+    }
+
+    /// ``accessTokenAndRevision(homeAccountID:environment:realm:clientID:scopes:)-(_,_,_,_,RequestScopes)``
+    /// for the account and environment whose `partitions` are given: read from them, without
+    /// finding the partition in the index, when this cache is still at the state they were taken
+    /// from (after checking the store).
+    /// - Returns: the token and revision, ``PartitionLookup/notFound``, or ``PartitionLookup/stale``
+    ///   when the cache changed since, or `partitions` come from another cache (then look it up).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    package func accessTokenAndRevision(
+        in partitions: AccountTokenPartitions, realm: String, clientID: String, scopes: RequestScopes
+    ) throws(MSALError) -> PartitionLookup {
+        guard partitions.cache == number else { return .stale }
+        return try withState { state in
+            guard state.revision == partitions.revision else { return .stale }
+            let realm = realm.lowercasedIfNeeded(), clientID = clientID.lowercasedIfNeeded()
+            guard let position = partitions.partitions.firstIndex(where: { $0.realm == realm && $0.clientID == clientID }) else {
+                return .notFound
+            }
+            guard let entry = state.index!.bestAccessToken(in: partitions.partitions[position].tokens, including: scopes) else {
+                return .notFound
+            }
+            return .found(entry, revision: state.revision)
         }
     }
 
@@ -733,7 +784,13 @@ struct CacheIndex: Sendable {
     /// ``bestAccessToken(in:including:)-(_,ScopeSet)`` with the numbers kept in `scopes`.
     func bestAccessToken(in id: CredentialID, including scopes: RequestScopes) -> AccessTokenEntry? {
         guard let partition = accessTokens[id] else { return nil }
-        return scopeTable.withIDs(of: scopes) { wanted in
+        return bestAccessToken(in: partition, including: scopes)
+    }
+
+    /// The token of `partition` (one of this index's, or a copy of one taken at this state) whose
+    /// scopes include `scopes` and that expires last.
+    func bestAccessToken(in partition: AccessTokenPartition, including scopes: RequestScopes) -> AccessTokenEntry? {
+        scopeTable.withIDs(of: scopes) { wanted in
             guard let wanted else { return nil }  // a scope no token holds
             return Self.best(in: partition, including: wanted)
         }
@@ -961,6 +1018,46 @@ package final class RequestScopes: Sendable {
     func keep(_ numbers: [Int32], in numbering: UInt64) {
         kept.withLock { $0 = (numbering, numbers) }
     }
+}
+
+/// The access token partitions of one home account in one environment, as one ``TokenCache``'s
+/// index held them at one revision (``TokenCache/tokenPartitions(homeAccountID:environment:checkingStore:)``).
+/// An account assembled from that state keeps them, so a lookup for it reads its tokens without
+/// finding the partition in the index (hashing four identifiers and reading the index's tables):
+/// while the cache is at that revision, the index holds exactly these partitions.
+package final class AccountTokenPartitions: Sendable {
+    /// One partition: its realm and client ID (lowercased) and its tokens.
+    struct Partition: Sendable {
+        let realm: String
+        let clientID: String
+        let tokens: AccessTokenPartition
+    }
+
+    /// The number of the cache that took them.
+    let cache: UInt64
+    /// That cache's revision when it took them.
+    let revision: UInt64
+    let partitions: [Partition]
+
+    init(cache: UInt64, revision: UInt64, partitions: [Partition]) {
+        self.cache = cache
+        self.revision = revision
+        self.partitions = partitions
+    }
+
+    /// How many partitions (realm and client ID pairs) the account has.
+    package var count: Int { partitions.count }
+}
+
+/// What ``TokenCache/accessTokenAndRevision(in:realm:clientID:scopes:)`` found.
+package enum PartitionLookup: Sendable {
+    /// The token, at the cache's current revision.
+    case found(AccessTokenEntry, revision: UInt64)
+    /// No token of the partitions matches (the index has none either).
+    case notFound
+    /// The cache changed since the partitions were taken, or they are another cache's: look the
+    /// token up in the index.
+    case stale
 }
 
 /// The access tokens of one (home account ID, environment, realm, client ID): each token's stored

@@ -18,13 +18,18 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         /// ``Account/claims(ofTenant:)`` reads, without reading the profiles.
         let tenantClaims: [TenantClaims]
         let origin: AccountOrigin?
+        let tokenPartitions: (any AnyObject & Sendable)?
 
-        init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin?) {
+        init(
+            identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin?,
+            tokenPartitions: (any AnyObject & Sendable)?
+        ) {
             self.identifier = identifier
             self.username = username
             self.environment = environment
             self.tenantProfiles = tenantProfiles
             self.origin = origin
+            self.tokenPartitions = tokenPartitions
             tenantClaims = tenantProfiles.map { TenantClaims(tenantID: $0.tenantID, claims: $0.claims) }
         }
     }
@@ -54,18 +59,31 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
 
     /// Creates an account.
     public init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile]) {
-        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: nil)
+        storage = Storage(
+            identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: nil,
+            tokenPartitions: nil)
     }
 
-    /// Creates an account assembled by an application from its cache (see ``origin``).
-    package init(identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin) {
-        storage = Storage(identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: origin)
+    /// Creates an account assembled by an application from its cache (see ``origin`` and ``tokenPartitions``).
+    package init(
+        identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin,
+        tokenPartitions: (any AnyObject & Sendable)? = nil
+    ) {
+        storage = Storage(
+            identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: origin,
+            tokenPartitions: tokenPartitions)
     }
 
     /// Which application instance assembled this account, from which state of its cache; `nil` for
     /// an account made otherwise. Not part of equality: it only tells the application that an
     /// account it is given is the one it would assemble now.
     package var origin: AccountOrigin? { storage.origin }
+
+    /// The account's access tokens as the cache that assembled it held them, for a lookup that
+    /// goes straight to them while that cache has not changed since (MSALCache's
+    /// `AccountTokenPartitions`, opaque here); `nil` for an account made otherwise. Not part of
+    /// equality.
+    package var tokenPartitions: (any AnyObject & Sendable)? { storage.tokenPartitions }
 
     /// The claims of the tenant profile whose tenant ID is `tenantID` (compared case-insensitively),
     /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in

@@ -100,3 +100,91 @@ struct RequestScopesTests {
         #expect(found.allSatisfy { $0 == "AT-7" })
     }
 }
+
+/// An account's access token partitions as the cache held them (``AccountTokenPartitions``): read
+/// only while the cache is at the state they were taken from.
+@Suite("Account token partitions")
+struct AccountTokenPartitionsTests {
+    static let otherHome = "0b0b0b0b-0000-4000-8000-0000000b0b0b.aaaaaaaa-0000-4000-8000-00000000aaaa"
+    static let guestRealm = "bbbbbbbb-0000-4000-8000-00000000bbbb"
+
+    static func save(_ cache: TokenCache, _ entry: AccessTokenEntry) throws {
+        try cache.save(accessToken: entry, refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+    }
+
+    /// The entry's secret, `nil` (not found) or `"stale"`.
+    static func throughPartitions(_ cache: TokenCache, _ partitions: AccountTokenPartitions, realm: String, clientID: String = Sample.clientID, _ scopes: [String]) throws -> String? {
+        switch try cache.accessTokenAndRevision(in: partitions, realm: realm, clientID: clientID, scopes: RequestScopes(try ScopeSet.validatedRequest(scopes))) {
+        case .found(let entry, _): entry.secret
+        case .notFound: nil
+        case .stale: "stale"
+        }
+    }
+
+    static func throughIndex(_ cache: TokenCache, realm: String, clientID: String = Sample.clientID, _ scopes: [String]) throws -> String? {
+        try cache.accessTokenAndRevision(
+            homeAccountID: Sample.home, environment: Sample.environment, realm: realm, clientID: clientID,
+            scopes: RequestScopes(try ScopeSet.validatedRequest(scopes)))?.entry.secret
+    }
+
+    @Test("Lookups through the partitions answer as the index does: exact, subset, missing scopes, other realm, other client, case")
+    func agreeWithIndex() throws {
+        let cache = TokenCache(store: InMemoryTokenCacheStore())
+        for (realm, prefix) in [(Sample.tenant, "home"), (Self.guestRealm, "guest")] {
+            for k in 0..<3 {
+                try Self.save(cache, Sample.accessToken(realm: realm, target: "r\(k)/A r\(k)/B", secret: "\(prefix)-\(k)"))
+            }
+        }
+        try Self.save(cache, Sample.accessToken(home: Self.otherHome, target: "r0/A", secret: "other-home"))
+        let partitions = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(partitions.count == 2)
+        let queries: [(realm: String, clientID: String, scopes: [String])] = [
+            (Sample.tenant, Sample.clientID, ["r1/A", "r1/B"]), (Sample.tenant, Sample.clientID, ["r2/B"]),
+            (Self.guestRealm, Sample.clientID, ["R0/a"]), (Self.guestRealm.uppercased(), Sample.clientID.uppercased(), ["r2/A"]),
+            (Sample.tenant, Sample.clientID, ["r1/A", "r2/A"]), (Sample.tenant, Sample.clientID, ["nothing/Holds"]),
+            ("cccccccc-0000-4000-8000-00000000cccc", Sample.clientID, ["r0/A"]), (Sample.tenant, "another-client", ["r0/A"]),
+        ]
+        var found = 0
+        for query in queries {
+            let direct = try Self.throughPartitions(cache, partitions, realm: query.realm, clientID: query.clientID, query.scopes)
+            #expect(direct != "stale")
+            #expect(direct == (try Self.throughIndex(cache, realm: query.realm, clientID: query.clientID, query.scopes)), "\(query)")
+            if direct != nil { found += 1 }
+        }
+        #expect(found == 4)
+    }
+
+    @Test("After a change in this cache, a reload after another cache's change, or in another cache, the partitions are stale")
+    func staleAfterChanges() throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
+        let before = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "first")
+        // A refresh here: the partitions taken before would answer the old token.
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
+        #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "stale")
+        let after = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(try Self.throughPartitions(cache, after, realm: Sample.tenant, ["r0/A"]) == "second")
+        // Another cache instance on the same store writes: this one reloads at its next lookup.
+        let other = TokenCache(store: store)
+        try Self.save(other, Sample.accessToken(target: "r0/A", secret: "third"))
+        #expect(try Self.throughPartitions(cache, after, realm: Sample.tenant, ["r0/A"]) == "stale")
+        #expect(try Self.throughIndex(cache, realm: Sample.tenant, ["r0/A"]) == "third")
+        // Partitions taken by one cache are stale in another, even at an equal revision number.
+        let fromOther = try #require(try other.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(try Self.throughPartitions(cache, fromOther, realm: Sample.tenant, ["r0/A"]) == "stale")
+        #expect(try Self.throughPartitions(other, fromOther, realm: Sample.tenant, ["r0/A"]) == "third")
+    }
+
+    @Test("An account with a partition of more than 32 tokens keeps none: its lookups go through the index")
+    func largePartitionKeepsNone() throws {
+        let cache = TokenCache(store: InMemoryTokenCacheStore())
+        for k in 0...AccessTokenPartition.scanLimit {
+            try Self.save(cache, Sample.accessToken(target: "r\(k)/A", secret: "t\(k)"))
+        }
+        #expect(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment) == nil)
+        try cache.remove([CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(target: "r0/A", secret: "").key)])
+        #expect(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)?.count == 1)
+    }
+}

@@ -68,6 +68,28 @@ struct SilentHitTests {
         #expect(otherHit.tokenSource == .cache && otherHit.accessToken == other.accessToken)
     }
 
+    @Test("An account kept from before a refresh (its tokens as the cache held them then) is answered with the refreshed token, here and after another instance refreshes")
+    func keptAccountAfterRefresh() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let kept = try #require(try application.allAccounts().first)
+        let parameters = SilentTokenParameters(scopes: Self.scopes, account: kept)
+        #expect(try await application.acquireTokenSilent(with: parameters).accessToken == signIn.accessToken)
+        let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept, forceRefresh: true))
+        #expect(refreshed.tokenSource == .identityProvider && refreshed.accessToken != signIn.accessToken)
+        // Other scopes, so the table of repeated requests does not answer: the lookup itself must.
+        let hit = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["API://demo/Files.Read"], account: kept))
+        #expect(hit.tokenSource == .cache && hit.accessToken == refreshed.accessToken)
+        // Another instance (another process) refreshes on the same SQLite file.
+        let second = try fixture.application()
+        let elsewhere = try await second.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: kept, forceRefresh: true))
+        #expect(elsewhere.accessToken != refreshed.accessToken)
+        let afterElsewhere = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://DEMO/Files.Read"], account: kept))
+        #expect(afterElsewhere.tokenSource == .cache && afterElsewhere.accessToken == elsewhere.accessToken)
+    }
+
     @Test("After another instance adds a guest profile to the cache, a hit in this one returns the account with it")
     func accountFollowsTheCache() async throws {
         let fixture = try LocalFixture()
