@@ -177,6 +177,17 @@ struct AccountTokenPartitionsTests {
         #expect(try Self.throughPartitions(other, fromOther, realm: Sample.tenant, ["r0/A"]) == "third")
     }
 
+    @Test("Partitions of another cache at the same revision number are stale: they hold that cache's tokens")
+    func otherCacheSameRevision() throws {
+        let first = TokenCache(store: InMemoryTokenCacheStore()), second = TokenCache(store: InMemoryTokenCacheStore())
+        try Self.save(first, Sample.accessToken(target: "r0/A", secret: "first-cache"))
+        try Self.save(second, Sample.accessToken(target: "r0/A", secret: "second-cache"))
+        #expect(try first.revision() == second.revision())
+        let fromFirst = try #require(try first.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(try Self.throughPartitions(second, fromFirst, realm: Sample.tenant, ["r0/A"]) == "stale")
+        #expect(try Self.throughPartitions(first, fromFirst, realm: Sample.tenant, ["r0/A"]) == "first-cache")
+    }
+
     @Test("An account with a partition of more than 32 tokens keeps none: its lookups go through the index")
     func largePartitionKeepsNone() throws {
         let cache = TokenCache(store: InMemoryTokenCacheStore())
