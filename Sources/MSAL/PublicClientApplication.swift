@@ -270,12 +270,23 @@ public final class PublicClientApplication: Sendable {
         }
         let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
-        let (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlation.string)
+        // Both known without a request on a cache hit (and then found without an await).
+        let authority: Authority, realm: String
+        if let target = try silentTargetWithoutDiscovery(for: requestAuthority, account: account, correlationID: correlation.string) {
+            (authority, realm) = target
+        } else {
+            (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlation.string)
+        }
         let now = configuration.clock.now()
 
         // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
         // under one is found under another. Well-known clouds need no request for this.
-        let environments = try await self.environments(for: authority, correlationID: correlation.string)
+        let environments: [String]
+        if let known = knownEnvironments(for: authority) {
+            environments = known
+        } else {
+            environments = try await self.environments(for: authority, correlationID: correlation.string)
+        }
         let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: request)
         let cached = found?.entry
         let decision = SilentDecision.decide(
@@ -428,18 +439,23 @@ public final class PublicClientApplication: Sendable {
     /// which also validates the host). Other authority kinds and loopback hosts have only their own.
     /// - Throws: `.internal(.failedAuthorityValidation)` for an Entra host Entra does not know.
     func environments(for authority: Authority, correlationID: @autoclosure () -> String) async throws(MSALError) -> [String] {
+        if let known = knownEnvironments(for: authority) { return known }
+        let environment = authority.environment
+        let metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID())
+        return [environment] + metadata.aliases.filter { $0.lowercased() != environment.lowercased() }
+    }
+
+    /// ``environments(for:correlationID:)`` when no request is needed (a synchronous call, as a
+    /// cache hit wants): other kinds than Entra ID and loopback hosts, and the well-known clouds.
+    /// - Returns: the environments, or `nil` when only instance discovery can tell.
+    func knownEnvironments(for authority: Authority) -> [String]? {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
         if let known = knownCloudEnvironments.value(for: environment) { return known }
-        let metadata: InstanceMetadata
-        if let known = InstanceMetadata.known(host: environment) {
-            let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
-            knownCloudEnvironments.keep(environments, for: environment)
-            return environments
-        } else {
-            metadata = try await instanceDiscovery.metadata(for: authority, correlationID: correlationID())
-        }
-        return [environment] + metadata.aliases.filter { $0.lowercased() != environment.lowercased() }
+        guard let known = InstanceMetadata.known(host: environment) else { return nil }
+        let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
+        knownCloudEnvironments.keep(environments, for: environment)
+        return environments
     }
 
     /// The cached access token for the account, tenant and scopes, under the first of the cloud's
@@ -522,15 +538,27 @@ public final class PublicClientApplication: Sendable {
     /// `organizations` and `consumers` become the account's home tenant; a tenant domain is mapped
     /// to its tenant ID through the tenant's discovery document.
     private func silentTarget(for authority: Authority, account: Account, correlationID: @autoclosure () -> String) async throws(MSALError) -> (Authority, String) {
+        if let target = try silentTargetWithoutDiscovery(for: authority, account: account, correlationID: correlationID()) { return target }
+        // A tenant domain (the only case left).
+        let openID = try await discovery.configuration(for: authority, correlationID: correlationID())
+        guard let tenant = Self.tenantSegment(ofIssuer: openID.issuer) else {
+            throw MSALError(.serverError, internalCode: .invalidResponse, message: "The discovery document's issuer does not name a tenant.", correlationID: correlationID())
+        }
+        return (authority.withTenant(tenant), tenant)
+    }
+
+    /// ``silentTarget(for:account:correlationID:)`` when no request is needed (a synchronous call,
+    /// as a cache hit wants): every authority but an Entra ID tenant domain.
+    /// - Returns: the authority and realm, or `nil` for a tenant domain (its discovery document names its tenant).
+    /// - Throws: `.interactionRequired` when the account has no home tenant and one is needed.
+    private func silentTargetWithoutDiscovery(
+        for authority: Authority, account: Account, correlationID: @autoclosure () -> String
+    ) throws(MSALError) -> (Authority, String)? {
         switch (authority.type, authority.tenant) {
         case (.aad, .tenantID(let id)?):
             return (authority, id)
         case (.aad, .domain?):
-            let openID = try await discovery.configuration(for: authority, correlationID: correlationID())
-            guard let tenant = Self.tenantSegment(ofIssuer: openID.issuer) else {
-                throw MSALError(.serverError, internalCode: .invalidResponse, message: "The discovery document's issuer does not name a tenant.", correlationID: correlationID())
-            }
-            return (authority.withTenant(tenant), tenant)
+            return nil
         case (.aad, _):
             let home = account.homeAccountID?.tenantID
                 ?? account.tenantProfiles.first(where: \.isHomeTenant)?.tenantID
