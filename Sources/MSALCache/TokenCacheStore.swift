@@ -133,6 +133,8 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     }
 
     private let state: Mutex<State>
+    /// ``State/stamp``, written under the lock and read without it: every cache lookup asks for it.
+    private let publishedStamp = Atomic<UInt64>(0)
 
     /// Creates a store holding `contents` (empty by default). Entries keep one shared copy of each
     /// repeated identifier (home account ID, environment, client ID, realm, target), as every
@@ -160,7 +162,7 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
 
     /// Returns the number of non-empty changes applied so far.
     public func changeStamp() throws(MSALError) -> UInt64 {
-        state.withLock { $0.stamp }
+        publishedStamp.load(ordering: .acquiring)
     }
 
     /// Applies the change and reads both stamps under one lock; never throws.
@@ -171,7 +173,10 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     /// Runs `body` on the contents under the lock; the stamp moves when it returns `true` (it changed something).
     func update(_ body: (inout TokenCacheContents) -> Bool) {
         state.withLock { state in
-            if body(&state.contents) { state.stamp &+= 1 }
+            if body(&state.contents) {
+                state.stamp &+= 1
+                publishedStamp.store(state.stamp, ordering: .releasing)
+            }
         }
     }
 
@@ -181,6 +186,7 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
             if change.isEmpty { return AppliedChangeStamps(before: before, after: before) }
             state.contents.apply(change, interning: &state.interner)
             state.stamp &+= 1
+            publishedStamp.store(state.stamp, ordering: .releasing)
             return AppliedChangeStamps(before: before, after: state.stamp)
         }
     }

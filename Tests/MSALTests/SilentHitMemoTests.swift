@@ -269,3 +269,34 @@ struct SilentHitTableTests {
         #expect(memo.isInUse())
     }
 }
+
+/// The validated scopes of a request, kept per scope array (``PublicClientApplication/requestScopes(for:)``).
+@Suite("Request scopes kept per array")
+struct RequestScopesKeptTests {
+    @Test("The same array, an equal one, and many arrays sharing slots each get their own validated scopes; invalid arrays are refused every time")
+    func keptPerArray() throws {
+        let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
+            clientID: "c11e0000-0000-4000-8000-000000000001", authority: try Authority("https://login.microsoftonline.com/common"),
+            cacheBackend: .inMemory))
+        let constant = ["https://res.example/Files.Read", "Mail.Read"]
+        let first = try application.requestScopes(for: constant)
+        #expect(try application.requestScopes(for: constant) === first)
+        let rebuilt = constant.map { String(decoding: Array($0.utf8), as: UTF8.self) }  // equal, other storage
+        #expect(try application.requestScopes(for: rebuilt) === first)
+        // 200 different arrays (more than the recent slots): each answers its own scopes, also the second time.
+        let arrays = (0..<200).map { ["https://r\($0).example/User.Read", "S\($0)"] }
+        for _ in 0..<2 {
+            for array in arrays {
+                let request = try application.requestScopes(for: array)
+                #expect(request.set == (try ScopeSet.validatedRequest(array)))
+                #expect(request.set.scopes == array.sorted { $0.lowercased() < $1.lowercased() })
+            }
+        }
+        #expect(try application.requestScopes(for: constant).set == (try ScopeSet.validatedRequest(constant)))
+        for invalid in [["openid"], [""], ["has space"]] {
+            for _ in 0..<2 {
+                #expect(throws: MSALError.internal(.invalidScope, "")) { try application.requestScopes(for: invalid) }
+            }
+        }
+    }
+}
