@@ -34,6 +34,9 @@ public final class PublicClientApplication: Sendable {
     let interactiveListener = Mutex<LoopbackRedirectListener?>(nil)
     /// ``environments(for:correlationID:)`` of the well-known clouds' hosts (a fixed table), by host.
     let knownCloudEnvironments = KeptValues<String, [String]>(limit: 1_024)
+    /// The host last found in ``knownCloudEnvironments`` and its environments: an app that uses
+    /// one cloud finds them with one comparison (the authority's host is usually the same string).
+    let lastKnownCloud = Mutex<(host: String, environments: [String])?>(nil)
     /// Decoded ID tokens by their JWT: an account is assembled again after every change of the
     /// cache (a refresh of one tenant), and its other profiles' ID tokens have not changed. Kept for
     /// every instance in the process (a JWT's claims are the same for all), so an instance opened on a cache
@@ -468,7 +471,11 @@ public final class PublicClientApplication: Sendable {
     func knownEnvironments(for authority: Authority) -> [String]? {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
-        if let known = knownCloudEnvironments.value(for: environment) { return known }
+        if let last = lastKnownCloud.withLock({ $0 }), last.host == environment { return last.environments }
+        if let known = knownCloudEnvironments.value(for: environment) {
+            lastKnownCloud.withLock { $0 = (environment, known) }
+            return known
+        }
         guard let known = InstanceMetadata.known(host: environment) else { return nil }
         let environments = [environment] + known.aliases.filter { $0.lowercased() != environment.lowercased() }
         knownCloudEnvironments.keep(environments, for: environment)

@@ -299,4 +299,23 @@ struct RequestScopesKeptTests {
             }
         }
     }
+
+    @Test("The cloud environments of authorities on alternating hosts each start with their own host")
+    func alternatingClouds() throws {
+        let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
+            clientID: "c11e0000-0000-4000-8000-000000000001", authority: try Authority("https://login.microsoftonline.com/common"),
+            cacheBackend: .inMemory))
+        let hosts = ["login.microsoftonline.com", "login.windows.net", "login.microsoftonline.us", "LOGIN.windows.net"]
+        var firstAnswers: [String: [String]] = [:]
+        for round in 0..<3 {
+            for host in hosts {
+                let authority = try Authority("https://\(host)/aaaaaaaa-0000-4000-8000-00000000aaaa")
+                let environments = try #require(application.knownEnvironments(for: authority))
+                #expect(environments.first == authority.environment, "\(host)")
+                #expect(environments.count > 1)
+                if round == 0 { firstAnswers[host] = environments } else { #expect(environments == firstAnswers[host]) }
+            }
+        }
+        #expect(Set(firstAnswers["login.microsoftonline.us"] ?? []).isDisjoint(with: firstAnswers["login.microsoftonline.com"] ?? []))
+    }
 }
