@@ -52,11 +52,11 @@ public final class PublicClientApplication: Sendable {
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
     /// ``ScopeSet/validatedRequest(_:)`` of the scope arrays silent requests pass, by array, with
     /// the numbers the cache's index gave them (see ``RequestScopes``).
-    let requestScopes = KeptValues<[String], RequestScopes>(limit: 1_024)
+    let requestScopes = KeptValues<[String], RequestedScopes>(limit: 1_024)
     /// The last scope arrays asked for, each in the slot its storage's address picks, with their
     /// ``RequestScopes``: an app that keeps its scope arrays (constants) finds them here with one
     /// comparison that the arrays' shared storage decides at once, instead of hashing every scope.
-    let recentRequestScopes = Mutex<[(scopes: [String], request: RequestScopes)?]>(Array(repeating: nil, count: 16))
+    let recentRequestScopes = Mutex<[(scopes: [String], requested: RequestedScopes)?]>(Array(repeating: nil, count: 16))
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
     /// This instance's number, unique in the process: the ``AccountOrigin/application`` of the
@@ -215,19 +215,20 @@ public final class PublicClientApplication: Sendable {
         // Written out only when read: a hit's caller seldom reads it.
         let correlation = parameters.correlationID.map { RequestCorrelationID.given($0.uuidString.lowercased()) }
             ?? CorrelationIDGenerator.shared.nextID()
-        var probe: SilentHitMemo.Probe?
-        if silentHits.isInUse() {
-            let request = SilentHitMemo.Probe(SilentHitMemo.Key(
-                scopes: parameters.scopes, accountIdentifier: parameters.account.identifier,
-                authority: parameters.authority ?? configuration.authority))
-            if var kept = keptHit(parameters, request) {
-                kept.correlation = correlation
-                return kept
-            }
-            probe = request
-        }
         do {
-            return try await silent(parameters, correlation: correlation, probe: probe)
+            let requested = try requestScopes(for: parameters.scopes)
+            var probe: SilentHitMemo.Probe?
+            if silentHits.isInUse() {
+                let request = SilentHitMemo.Probe(SilentHitMemo.Key(
+                    scopes: parameters.scopes, scopesHash: requested.arrayHash, accountIdentifier: parameters.account.identifier,
+                    accountIdentifierHash: parameters.account.identifierHashValue, authority: parameters.authority ?? configuration.authority))
+                if var kept = keptHit(parameters, request) {
+                    kept.correlation = correlation
+                    return kept
+                }
+                probe = request
+            }
+            return try await silent(parameters, scopes: requested.scopes, correlation: correlation, probe: probe)
         } catch {
             throw error.filling(correlationID: correlation.string)
         }
@@ -262,12 +263,18 @@ public final class PublicClientApplication: Sendable {
     /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is offered; `nil`
     ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
     func silent(
-        _ parameters: SilentTokenParameters, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe? = nil
+        _ parameters: SilentTokenParameters, scopes given: RequestScopes? = nil, correlation: RequestCorrelationID,
+        probe: SilentHitMemo.Probe? = nil
     ) async throws(MSALError) -> AuthenticationResult {
         // Read before any lookup, so an answer is never kept for a newer state than it saw (the
         // lookups check the store; an answer kept under an older revision is never found).
         let revision = probe == nil ? 0 : cache.lastSeenRevision()
-        let request = try requestScopes(for: parameters.scopes)
+        let request: RequestScopes
+        if let given {
+            request = given
+        } else {
+            request = try requestScopes(for: parameters.scopes).scopes
+        }
         let scopes = request.set
         if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
             // Found only in a legacy (ADAL) cache: the silent upgrade.
@@ -443,15 +450,15 @@ public final class PublicClientApplication: Sendable {
     /// found in ``recentRequestScopes`` when the same array (or an equal one in its slot) came
     /// recently, else in ``requestScopes``, else validated and kept.
     /// - Throws: what ``ScopeSet/validatedRequest(_:)`` throws; nothing is kept then.
-    func requestScopes(for scopes: [String]) throws(MSALError) -> RequestScopes {
+    func requestScopes(for scopes: [String]) throws(MSALError) -> RequestedScopes {
         let slot = scopes.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) >> 4 } & 15
         // The comparison runs after the lock: equal storage (the same array) decides it at once.
-        if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes == scopes { return recent.request }
-        let request = try requestScopes.value(for: scopes) { () throws(MSALError) -> RequestScopes in
-            RequestScopes(try ScopeSet.validatedRequest(scopes))
+        if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes == scopes { return recent.requested }
+        let requested = try requestScopes.value(for: scopes) { () throws(MSALError) -> RequestedScopes in
+            RequestedScopes(scopes: RequestScopes(try ScopeSet.validatedRequest(scopes)), arrayHash: scopes.hashValue)
         }
-        recentRequestScopes.withLock { $0[slot] = (scopes, request) }
-        return request
+        recentRequestScopes.withLock { $0[slot] = (scopes, requested) }
+        return requested
     }
 
     /// The cache environments of an authority: its own host first, then the other aliases of its
@@ -851,4 +858,11 @@ extension MSALError {
         error.correlationID = correlationID
         return error
     }
+}
+
+/// A scope array as a silent request gave it: its validated scopes (with the numbers the cache's
+/// index gives them) and the array's `hashValue`, both computed once per array and kept.
+struct RequestedScopes: Sendable {
+    let scopes: RequestScopes
+    let arrayHash: Int
 }

@@ -29,12 +29,37 @@ final class SilentHitMemo: Sendable {
         let scopes: [String]
         let accountIdentifier: String
         let authority: Authority
+        /// `scopes.hashValue` and `accountIdentifier.hashValue`, computed once per scope array and
+        /// per account by their owners (``PublicClientApplication/requestScopes(for:)``,
+        /// ``Account/identifierHashValue``) rather than on every call.
+        let scopesHash: Int
+        let accountIdentifierHash: Int
 
-        /// Hashes the scopes, the identifier and the authority's tenant (equal keys have equal
-        /// hashes: `==` compares every field, the authority's whole URL included).
+        /// A key whose hashes are computed here.
+        init(scopes: [String], accountIdentifier: String, authority: Authority) {
+            self.init(scopes: scopes, scopesHash: scopes.hashValue, accountIdentifier: accountIdentifier,
+                      accountIdentifierHash: accountIdentifier.hashValue, authority: authority)
+        }
+
+        /// A key with the hashes of its scopes and identifier given (they must be their `hashValue`s).
+        init(scopes: [String], scopesHash: Int, accountIdentifier: String, accountIdentifierHash: Int, authority: Authority) {
+            self.scopes = scopes
+            self.scopesHash = scopesHash
+            self.accountIdentifier = accountIdentifier
+            self.accountIdentifierHash = accountIdentifierHash
+            self.authority = authority
+        }
+
+        /// Equal when the scopes, the identifier and the authority are (the hashes follow from them).
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.scopes == rhs.scopes && lhs.accountIdentifier == rhs.accountIdentifier && lhs.authority == rhs.authority
+        }
+
+        /// Hashes the scopes', the identifier's and the authority's tenant's hashes (equal keys have
+        /// equal hashes: `==` compares every field, the authority's whole URL included).
         func hash(into hasher: inout Hasher) {
-            hasher.combine(scopes)
-            hasher.combine(accountIdentifier)
+            hasher.combine(scopesHash)
+            hasher.combine(accountIdentifierHash)
             hasher.combine(authority.tenant?.segment)
         }
     }

@@ -19,6 +19,9 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         let tenantClaims: [TenantClaims]
         let origin: AccountOrigin?
         let tokenPartitions: (any AnyObject & Sendable)?
+        /// `identifier.hashValue`, computed once: tables keyed by the identifier (an application's
+        /// table of repeated requests) hash it on every call.
+        let identifierHash: Int
 
         init(
             identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin?,
@@ -30,6 +33,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
             self.tenantProfiles = tenantProfiles
             self.origin = origin
             self.tokenPartitions = tokenPartitions
+            identifierHash = identifier.hashValue
             tenantClaims = tenantProfiles.map { TenantClaims(tenantID: $0.tenantID, claims: $0.claims) }
         }
     }
@@ -84,6 +88,9 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// `AccountTokenPartitions`, opaque here); `nil` for an account made otherwise. Not part of
     /// equality.
     package var tokenPartitions: (any AnyObject & Sendable)? { storage.tokenPartitions }
+
+    /// ``identifier``'s `hashValue`, computed when the account was made.
+    package var identifierHashValue: Int { storage.identifierHash }
 
     /// The claims of the tenant profile whose tenant ID is `tenantID` (compared case-insensitively),
     /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in

@@ -255,6 +255,21 @@ struct SilentHitTableTests {
         #expect(afterRemoval.served == fresh.served)
     }
 
+    @Test("A key with its hashes given equals, and hashes as, the key that computes them")
+    func givenHashes() {
+        let account = Account(identifier: "uid.utid", username: nil, environment: "login.microsoftonline.com", tenantProfiles: [])
+        #expect(account.identifierHashValue == account.identifier.hashValue)
+        let scopes = ["Mail.Read", "https://res.example/User.Read"]
+        let computed = SilentHitMemo.Key(scopes: scopes, accountIdentifier: account.identifier, authority: Self.authority)
+        let given = SilentHitMemo.Key(
+            scopes: scopes, scopesHash: scopes.hashValue, accountIdentifier: account.identifier,
+            accountIdentifierHash: account.identifierHashValue, authority: Self.authority)
+        #expect(computed == given && computed.hashValue == given.hashValue)
+        #expect(SilentHitMemo.Probe(computed).slotIndex == SilentHitMemo.Probe(given).slotIndex)
+        let other = SilentHitMemo.Key(scopes: ["Mail.Read"], accountIdentifier: account.identifier, authority: Self.authority)
+        #expect(other != computed)
+    }
+
     @Test("A window where enough lookups find answers keeps the table in use")
     func staysInUse() {
         let memo = SilentHitMemo()
@@ -280,19 +295,20 @@ struct RequestScopesKeptTests {
             cacheBackend: .inMemory))
         let constant = ["https://res.example/Files.Read", "Mail.Read"]
         let first = try application.requestScopes(for: constant)
-        #expect(try application.requestScopes(for: constant) === first)
+        #expect(try application.requestScopes(for: constant).scopes === first.scopes)
         let rebuilt = constant.map { String(decoding: Array($0.utf8), as: UTF8.self) }  // equal, other storage
-        #expect(try application.requestScopes(for: rebuilt) === first)
+        #expect(try application.requestScopes(for: rebuilt).scopes === first.scopes)
         // 200 different arrays (more than the recent slots): each answers its own scopes, also the second time.
         let arrays = (0..<200).map { ["https://r\($0).example/User.Read", "S\($0)"] }
         for _ in 0..<2 {
             for array in arrays {
-                let request = try application.requestScopes(for: array)
+                let request = try application.requestScopes(for: array).scopes
                 #expect(request.set == (try ScopeSet.validatedRequest(array)))
                 #expect(request.set.scopes == array.sorted { $0.lowercased() < $1.lowercased() })
+                #expect(try application.requestScopes(for: array).arrayHash == array.hashValue)
             }
         }
-        #expect(try application.requestScopes(for: constant).set == (try ScopeSet.validatedRequest(constant)))
+        #expect(try application.requestScopes(for: constant).scopes.set == (try ScopeSet.validatedRequest(constant)))
         for invalid in [["openid"], [""], ["has space"]] {
             for _ in 0..<2 {
                 #expect(throws: MSALError.internal(.invalidScope, "")) { try application.requestScopes(for: invalid) }
