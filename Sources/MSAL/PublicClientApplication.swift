@@ -56,7 +56,7 @@ public final class PublicClientApplication: Sendable {
     /// The last scope arrays asked for, each in the slot its storage's address picks, with their
     /// ``RequestScopes``: an app that keeps its scope arrays (constants) finds them here with one
     /// comparison that the arrays' shared storage decides at once, instead of hashing every scope.
-    let recentRequestScopes = Mutex<[(scopes: [String], requested: RequestedScopes)?]>(Array(repeating: nil, count: 16))
+    let recentRequestScopes = Mutex<[(scopes: [String], requested: RequestedScopes)?]>(Array(repeating: nil, count: 64))
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
     /// This instance's number, unique in the process: the ``AccountOrigin/application`` of the
@@ -451,7 +451,7 @@ public final class PublicClientApplication: Sendable {
     /// recently, else in ``requestScopes``, else validated and kept.
     /// - Throws: what ``ScopeSet/validatedRequest(_:)`` throws; nothing is kept then.
     func requestScopes(for scopes: [String]) throws(MSALError) -> RequestedScopes {
-        let slot = scopes.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) >> 4 } & 15
+        let slot = scopes.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) >> 4 } & 63
         // The comparison runs after the lock: equal storage (the same array) decides it at once.
         if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes == scopes { return recent.requested }
         let requested = try requestScopes.value(for: scopes) { () throws(MSALError) -> RequestedScopes in
