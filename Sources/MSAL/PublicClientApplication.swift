@@ -52,7 +52,7 @@ public final class PublicClientApplication: Sendable {
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
     /// ``ScopeSet/validatedRequest(_:)`` of the scope arrays silent requests pass, by array, with
     /// the numbers the cache's index gave them (see ``RequestScopes``).
-    let requestScopes = KeptValues<[String], RequestedScopes>(limit: 1_024)
+    let requestScopes = KeptValues<ExactStrings, RequestedScopes>(limit: 1_024)
     /// The last scope arrays asked for, each in the slot its storage's address picks, with their
     /// ``RequestScopes``: an app that keeps its scope arrays (constants) finds them here with one
     /// comparison that the arrays' shared storage decides at once, instead of hashing every scope.
@@ -453,8 +453,10 @@ public final class PublicClientApplication: Sendable {
     func requestScopes(for scopes: [String]) throws(MSALError) -> RequestedScopes {
         let slot = scopes.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) >> 4 } & 63
         // The comparison runs after the lock: equal storage (the same array) decides it at once.
-        if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes == scopes { return recent.requested }
-        let requested = try requestScopes.value(for: scopes) { () throws(MSALError) -> RequestedScopes in
+        // Compared byte for byte: an array only canonically equivalent to a valid one (a Kelvin
+        // sign for a `K`) must be validated, and refused, on its own.
+        if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes.hasSameUTF8(as: scopes) { return recent.requested }
+        let requested = try requestScopes.value(for: ExactStrings(scopes)) { () throws(MSALError) -> RequestedScopes in
             RequestedScopes(scopes: RequestScopes(try ScopeSet.validatedRequest(scopes)), arrayHash: scopes.hashValue)
         }
         recentRequestScopes.withLock { $0[slot] = (scopes, requested) }
@@ -865,4 +867,21 @@ extension MSALError {
 struct RequestedScopes: Sendable {
     let scopes: RequestScopes
     let arrayHash: Int
+}
+
+/// An array of strings as a table key, equal only to an array of strings with the same UTF-8 bytes
+/// (not to a canonically equivalent one, as `[String]` is): what a kept validation is found by.
+struct ExactStrings: Hashable, Sendable {
+    let strings: [String]
+
+    init(_ strings: [String]) {
+        self.strings = strings
+    }
+
+    static func == (lhs: ExactStrings, rhs: ExactStrings) -> Bool { lhs.strings.hasSameUTF8(as: rhs.strings) }
+
+    /// Hashes as `[String]` does (canonically equivalent strings hash alike; equal bytes certainly do).
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(strings)
+    }
 }

@@ -50,9 +50,11 @@ final class SilentHitMemo: Sendable {
             self.authority = authority
         }
 
-        /// Equal when the scopes, the identifier and the authority are (the hashes follow from them).
+        /// Equal when the scopes have the same bytes (a scope only canonically equivalent to a kept
+        /// one, such as a Kelvin sign for a `K`, is a request of its own, which validation refuses)
+        /// and the identifier and the authority are equal (the hashes follow from them).
         static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.scopes == rhs.scopes && lhs.accountIdentifier == rhs.accountIdentifier && lhs.authority == rhs.authority
+            lhs.scopes.hasSameUTF8(as: rhs.scopes) && lhs.accountIdentifier == rhs.accountIdentifier && lhs.authority == rhs.authority
         }
 
         /// Hashes the scopes', the identifier's and the authority's tenant's hashes (equal keys have

@@ -35,10 +35,24 @@ public final class TokenCache: Sendable {
         /// when nothing changed meanwhile.
         var revision: UInt64 = 0
 
+        /// The partitions handed out at ``revision`` (``TokenCache/tokenPartitions(homeAccountID:environment:checkingStore:)``),
+        /// emptied when the index changes.
+        var handedOut: [HandedOutPartitions] = []
+
         /// Records that ``index`` changed (or was dropped): derived values no longer hold.
         mutating func indexChanged() {
             revision &+= 1
             if !derived.isEmpty { derived.removeAll() }
+            releaseHandedOutPartitions()
+        }
+
+        /// Empties the partitions handed out, which the next change makes stale anyway: accounts
+        /// an app still holds then keep no token of the cache (a removed account's included), and
+        /// the index's own partitions are no longer shared when the change is applied to them.
+        mutating func releaseHandedOutPartitions() {
+            guard !handedOut.isEmpty else { return }
+            for handed in handedOut { handed.partitions?.release() }
+            handedOut.removeAll()
         }
     }
 
@@ -115,7 +129,9 @@ public final class TokenCache: Sendable {
                 guard tokens.tokens.count <= AccessTokenPartition.scanLimit else { return nil }
                 partitions.append(AccountTokenPartitions.Partition(realm: id.realm, clientID: id.clientID, tokens: tokens))
             }
-            return AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
+            let handedOut = AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
+            state.handedOut.append(HandedOutPartitions(partitions: handedOut))
+            return handedOut
         }
     }
 
@@ -131,12 +147,13 @@ public final class TokenCache: Sendable {
     ) throws(MSALError) -> PartitionLookup {
         guard partitions.cache == number else { return .stale }
         return try withState { state in
-            guard state.revision == partitions.revision else { return .stale }
+            // At the same revision the partitions were not released (that happens at a change).
+            guard state.revision == partitions.revision, let kept = partitions.lockedPartitions else { return .stale }
             let realm = realm.lowercasedIfNeeded(), clientID = clientID.lowercasedIfNeeded()
-            guard let position = partitions.partitions.firstIndex(where: { $0.realm == realm && $0.clientID == clientID }) else {
+            guard let position = kept.firstIndex(where: { $0.realm == realm && $0.clientID == clientID }) else {
                 return .notFound
             }
-            guard let entry = state.index!.bestAccessToken(in: partitions.partitions[position].tokens, including: scopes) else {
+            guard let entry = state.index!.bestAccessToken(in: kept[position].tokens, including: scopes) else {
                 return .notFound
             }
             return .found(entry, revision: state.revision)
@@ -523,6 +540,7 @@ public final class TokenCache: Sendable {
             state.indexChanged()
             throw error
         }
+        state.releaseHandedOutPartitions()
         if stamps.before == state.stamp, state.index != nil {
             state.index!.apply(change)
             state.stamp = stamps.after
@@ -1025,7 +1043,10 @@ package final class RequestScopes: Sendable {
 /// An account assembled from that state keeps them, so a lookup for it reads its tokens without
 /// finding the partition in the index (hashing four identifiers and reading the index's tables):
 /// while the cache is at that revision, the index holds exactly these partitions.
-package final class AccountTokenPartitions: Sendable {
+///
+/// The cache empties them at its next change (``release()``): an account the app keeps after a
+/// change, or after `remove(account:)`, holds no token.
+package final class AccountTokenPartitions: @unchecked Sendable {
     /// One partition: its realm and client ID (lowercased) and its tokens.
     struct Partition: Sendable {
         let realm: String
@@ -1037,16 +1058,37 @@ package final class AccountTokenPartitions: Sendable {
     let cache: UInt64
     /// That cache's revision when it took them.
     let revision: UInt64
-    let partitions: [Partition]
+    /// How many partitions (realm and client ID pairs) the account had.
+    package let count: Int
+    /// The partitions; `nil` once released. Read and written only under the lock of the cache
+    /// that took them (hence `@unchecked Sendable`): set before the object is handed out, emptied
+    /// by that cache's next change.
+    private var partitions: [Partition]?
 
     init(cache: UInt64, revision: UInt64, partitions: [Partition]) {
         self.cache = cache
         self.revision = revision
         self.partitions = partitions
+        count = partitions.count
     }
 
-    /// How many partitions (realm and client ID pairs) the account has.
-    package var count: Int { partitions.count }
+    /// The partitions, for the cache that took them, under its lock; `nil` once released.
+    var lockedPartitions: [Partition]? { partitions }
+
+    /// Whether the partitions were released (the cache that took them changed since). For tests;
+    /// reads without the cache's lock, so only once that cache is no longer in use elsewhere.
+    package var isReleased: Bool { partitions == nil }
+
+    /// Drops the partitions; called by the cache that took them, under its lock.
+    func release() {
+        partitions = nil
+    }
+}
+
+/// A weak reference to handed-out partitions, so the cache can release them at its next change
+/// without keeping alive those no account holds any more.
+struct HandedOutPartitions {
+    weak var partitions: AccountTokenPartitions?
 }
 
 /// What ``TokenCache/accessTokenAndRevision(in:realm:clientID:scopes:)`` found.

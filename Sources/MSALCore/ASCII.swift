@@ -88,3 +88,30 @@ extension String {
         return (lowered ?? nil) ?? lowercased()
     }
 }
+
+extension String {
+    /// Whether the two strings have the same UTF-8 bytes. `==` compares canonical equivalence (the
+    /// Kelvin sign equals `K`), which a table that keeps what a string was checked to be must not:
+    /// RFC 6749 §3.3 allows `K` in a scope and refuses the Kelvin sign.
+    @inlinable package func hasSameUTF8(as other: String) -> Bool {
+        var lhs = self, rhs = other
+        return lhs.withUTF8 { left in
+            rhs.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                // The same storage (the same string, or one shared by interning) decides at once.
+                if left.baseAddress == right.baseAddress { return true }
+                return left.elementsEqual(right)
+            }
+        }
+    }
+}
+
+extension Array where Element == String {
+    /// Whether both arrays hold strings with the same UTF-8 bytes, in the same order
+    /// (``Swift/String/hasSameUTF8(as:)``).
+    @inlinable package func hasSameUTF8(as other: [String]) -> Bool {
+        guard count == other.count else { return false }
+        for index in indices where !self[index].hasSameUTF8(as: other[index]) { return false }
+        return true
+    }
+}

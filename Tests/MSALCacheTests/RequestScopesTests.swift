@@ -188,6 +188,26 @@ struct AccountTokenPartitionsTests {
         #expect(try Self.throughPartitions(first, fromFirst, realm: Sample.tenant, ["r0/A"]) == "first-cache")
     }
 
+    @Test("The cache's next change releases the partitions it handed out: they hold no token after it")
+    func releasedAtTheNextChange() throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
+        let before = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let again = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        #expect(!before.isReleased && !again.isReleased && before.count == 1)
+        try cache.removeAccount(homeAccountID: Sample.home, environment: Sample.environment, clientID: Sample.clientID)
+        #expect(before.isReleased && again.isReleased && before.count == 1)
+        #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "stale")
+        // Released too by a reload after another instance's change.
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
+        let current = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        try Self.save(TokenCache(store: store), Sample.accessToken(target: "r1/A", secret: "elsewhere"))
+        #expect(!current.isReleased)
+        #expect(try Self.throughIndex(cache, realm: Sample.tenant, ["r1/A"]) == "elsewhere")
+        #expect(current.isReleased)
+    }
+
     @Test("An account with a partition of more than 32 tokens keeps none: its lookups go through the index")
     func largePartitionKeepsNone() throws {
         let cache = TokenCache(store: InMemoryTokenCacheStore())

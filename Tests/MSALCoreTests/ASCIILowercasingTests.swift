@@ -32,6 +32,17 @@ struct ASCIILowercasingTests {
         #expect(checked == 15 * (1 + (1..<20).reduce(0, +)))
     }
 
+    @Test("hasSameUTF8 tells canonically equivalent strings apart, and arrays of them", arguments: [
+        ("K", "\u{212A}"), ("é", "e\u{301}"), ("a\u{301}\u{323}", "a\u{323}\u{301}"), (";", "\u{37E}"),
+    ])
+    func sameUTF8(pair: (String, String)) {
+        #expect(pair.0 == pair.1)  // equal as Swift strings
+        #expect(!pair.0.hasSameUTF8(as: pair.1) && !pair.1.hasSameUTF8(as: pair.0))
+        #expect(pair.0.hasSameUTF8(as: String(decoding: Array(pair.0.utf8), as: UTF8.self)))
+        #expect(!["x", pair.0].hasSameUTF8(as: ["x", pair.1]) && ["x", pair.0].hasSameUTF8(as: ["x", pair.0]))
+        #expect(!["x"].hasSameUTF8(as: ["x", "y"]) && [String]().hasSameUTF8(as: []))
+    }
+
     @Test("A string without a capital letter comes back as it is")
     func unchanged() {
         let lower = "https://graph.microsoft.com/user.read"

@@ -334,4 +334,47 @@ struct RequestScopesKeptTests {
         }
         #expect(Set(firstAnswers["login.microsoftonline.us"] ?? []).isDisjoint(with: firstAnswers["login.microsoftonline.com"] ?? []))
     }
+
+    static let kelvin = "api://demo/\u{212A}ey.Read"  // KELVIN SIGN: canonically equivalent to "K"
+    static let ascii = "api://demo/Key.Read"
+
+    @Test("A scope array only canonically equivalent to a kept valid one (a Kelvin sign for a K) is validated, and refused, on its own")
+    func canonicallyEquivalentArray() throws {
+        #expect(Self.kelvin == Self.ascii && Array(Self.kelvin.utf8) != Array(Self.ascii.utf8))
+        let application = try PublicClientApplication(configuration: PublicClientApplicationConfiguration(
+            clientID: "c11e0000-0000-4000-8000-000000000001", authority: try Authority("https://login.microsoftonline.com/common"),
+            cacheBackend: .inMemory))
+        let valid = [Self.ascii], invalid = [Self.kelvin]
+        _ = try application.requestScopes(for: valid)
+        for _ in 0..<2 {
+            #expect(throws: MSALError.internal(.invalidScope, "")) { try application.requestScopes(for: invalid) }
+            #expect(throws: MSALError.internal(.invalidScope, "")) { try application.requestScopes(for: [Self.kelvin, "Mail.Read"]) }
+            _ = try application.requestScopes(for: valid)
+        }
+        // The table of repeated requests keeps them apart too.
+        let account = "uid.utid"
+        let kept = SilentHitMemo.Key(scopes: valid, accountIdentifier: account, authority: SilentHitTableTests.authority)
+        let lookalike = SilentHitMemo.Key(scopes: invalid, accountIdentifier: account, authority: SilentHitTableTests.authority)
+        #expect(kept != lookalike)
+        let memo = SilentHitMemo()
+        memo.keep(SilentHitTableTests.hit("t"), for: SilentHitMemo.Probe(kept), revision: 1)
+        memo.keep(SilentHitTableTests.hit("t"), for: SilentHitMemo.Probe(kept), revision: 1)
+        #expect(memo.hit(for: SilentHitMemo.Probe(kept)) != nil)
+        #expect(memo.hit(for: SilentHitMemo.Probe(lookalike)) == nil)
+    }
+
+    @Test("acquireTokenSilent refuses a Kelvin-sign scope after the equal ASCII scope was served, also when refreshing")
+    func canonicallyEquivalentSilent() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application, scopes: [Self.ascii])
+        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: [Self.ascii], account: signIn.account))
+        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: [Self.ascii], account: signIn.account))
+        for forceRefresh in [false, true] {
+            await #expect(throws: MSALError.internal(.invalidScope, "")) {
+                try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: [Self.kelvin], account: signIn.account, forceRefresh: forceRefresh))
+            }
+        }
+    }
 }

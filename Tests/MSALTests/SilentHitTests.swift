@@ -1,5 +1,6 @@
 import Foundation
 import MSAL
+import MSALCache
 import MSALTestSupport
 import Testing
 
@@ -88,6 +89,23 @@ struct SilentHitTests {
         #expect(elsewhere.accessToken != refreshed.accessToken)
         let afterElsewhere = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: ["api://DEMO/Files.Read"], account: kept))
         #expect(afterElsewhere.tokenSource == .cache && afterElsewhere.accessToken == elsewhere.accessToken)
+    }
+
+    @Test("After remove(account:), the account the app still holds keeps none of the removed tokens")
+    func removedAccountHoldsNoToken() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        _ = try await fixture.signIn(application)
+        let account = try #require(try application.allAccounts().first)
+        let partitions = try #require(account.tokenPartitions as? AccountTokenPartitions)
+        #expect(!partitions.isReleased && partitions.count == 1)
+        try application.remove(account: account)
+        #expect(try application.allAccounts().isEmpty)
+        #expect(partitions.isReleased)
+        await #expect(throws: MSALError(.interactionRequired, message: "")) {
+            try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: account))
+        }
     }
 
     @Test("After another instance adds a guest profile to the cache, a hit in this one returns the account with it")
