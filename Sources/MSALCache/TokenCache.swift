@@ -36,8 +36,10 @@ public final class TokenCache: Sendable {
         var revision: UInt64 = 0
 
         /// The partitions handed out at ``revision`` (``TokenCache/tokenPartitions(homeAccountID:environment:checkingStore:)``),
-        /// emptied when the index changes.
-        var handedOut: [HandedOutPartitions] = []
+        /// released when the index changes. Held strongly (a weak reference would make every
+        /// retain of them, on every hit, go through a side table); those no account holds any
+        /// more are dropped when there are many.
+        var handedOut: [AccountTokenPartitions] = []
 
         /// Records that ``index`` changed (or was dropped): derived values no longer hold.
         mutating func indexChanged() {
@@ -51,13 +53,29 @@ public final class TokenCache: Sendable {
         /// the index's own partitions are no longer shared when the change is applied to them.
         mutating func releaseHandedOutPartitions() {
             guard !handedOut.isEmpty else { return }
-            for handed in handedOut { handed.partitions?.release() }
+            for handed in handedOut { handed.release() }
             handedOut.removeAll()
+        }
+
+        /// Keeps `partitions` among those handed out; past ``handedOutLimit`` first drops the ones
+        /// only this list still holds (no account does: nothing to release).
+        mutating func handOut(_ partitions: AccountTokenPartitions) {
+            if handedOut.count >= TokenCache.handedOutLimit {
+                var kept = 0
+                for index in handedOut.indices where !isKnownUniquelyReferenced(&handedOut[index]) {
+                    handedOut.swapAt(kept, index)
+                    kept += 1
+                }
+                handedOut.removeLast(handedOut.count - kept)
+            }
+            handedOut.append(partitions)
         }
     }
 
     /// The most derived values kept; past it they are all dropped and built again as needed.
     static let derivedValueLimit = 4_096
+    /// Handed-out partitions past which those no account holds are dropped from the list.
+    static let handedOutLimit = 8_192
 
     /// Creates a cache over `store`. Nothing is read until the first call.
     /// - Parameters:
@@ -130,7 +148,7 @@ public final class TokenCache: Sendable {
                 partitions.append(AccountTokenPartitions.Partition(realm: id.realm, clientID: id.clientID, tokens: tokens))
             }
             let handedOut = AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
-            state.handedOut.append(HandedOutPartitions(partitions: handedOut))
+            state.handOut(handedOut)
             return handedOut
         }
     }
@@ -1085,11 +1103,7 @@ package final class AccountTokenPartitions: @unchecked Sendable {
     }
 }
 
-/// A weak reference to handed-out partitions, so the cache can release them at its next change
-/// without keeping alive those no account holds any more.
-struct HandedOutPartitions {
-    weak var partitions: AccountTokenPartitions?
-}
+
 
 /// What ``TokenCache/accessTokenAndRevision(in:realm:clientID:scopes:)`` found.
 package enum PartitionLookup: Sendable {

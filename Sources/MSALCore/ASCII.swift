@@ -94,15 +94,17 @@ extension String {
     /// Kelvin sign equals `K`), which a table that keeps what a string was checked to be must not:
     /// RFC 6749 §3.3 allows `K` in a scope and refuses the Kelvin sign.
     @inlinable package func hasSameUTF8(as other: String) -> Bool {
-        var lhs = self, rhs = other
-        return lhs.withUTF8 { left in
-            rhs.withUTF8 { right in
-                guard left.count == right.count else { return false }
+        let lhs = utf8, rhs = other.utf8
+        guard lhs.count == rhs.count else { return false }
+        let contiguous = lhs.withContiguousStorageIfAvailable { left in
+            rhs.withContiguousStorageIfAvailable { right -> Bool in
                 // The same storage (the same string, or one shared by interning) decides at once.
                 if left.baseAddress == right.baseAddress { return true }
-                return left.elementsEqual(right)
+                for index in 0..<left.count where left[index] != right[index] { return false }
+                return true
             }
         }
+        return (contiguous ?? nil) ?? lhs.elementsEqual(rhs)
     }
 }
 
@@ -111,6 +113,10 @@ extension Array where Element == String {
     /// (``Swift/String/hasSameUTF8(as:)``).
     @inlinable package func hasSameUTF8(as other: [String]) -> Bool {
         guard count == other.count else { return false }
+        // The same storage (the same array) holds the same strings.
+        if count > 0, withUnsafeBufferPointer({ left in other.withUnsafeBufferPointer { left.baseAddress == $0.baseAddress } }) {
+            return true
+        }
         for index in indices where !self[index].hasSameUTF8(as: other[index]) { return false }
         return true
     }

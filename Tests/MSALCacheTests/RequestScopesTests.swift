@@ -208,6 +208,19 @@ struct AccountTokenPartitionsTests {
         #expect(current.isReleased)
     }
 
+    @Test("Partitions handed out past the limit: those still held are kept and released at the next change")
+    func manyHandedOut() throws {
+        let cache = TokenCache(store: InMemoryTokenCacheStore())
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
+        let held = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        for _ in 0..<(TokenCache.handedOutLimit + 100) {
+            _ = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
+        }
+        #expect(try Self.throughPartitions(cache, held, realm: Sample.tenant, ["r0/A"]) == "first")
+        try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
+        #expect(held.isReleased)
+    }
+
     @Test("An account with a partition of more than 32 tokens keeps none: its lookups go through the index")
     func largePartitionKeepsNone() throws {
         let cache = TokenCache(store: InMemoryTokenCacheStore())
