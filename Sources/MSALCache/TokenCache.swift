@@ -1081,7 +1081,7 @@ package final class AccountTokenPartitions: @unchecked Sendable {
     /// The partitions; `nil` once released. Read and written only under the lock of the cache
     /// that took them (hence `@unchecked Sendable`): set before the object is handed out, emptied
     /// by that cache's next change.
-    private var partitions: [Partition]?
+    @exclusivity(unchecked) private var partitions: [Partition]?
 
     init(cache: UInt64, revision: UInt64, partitions: [Partition]) {
         self.cache = cache
