@@ -228,6 +228,11 @@ public final class PublicClientApplication: Sendable {
                 }
                 probe = request
             }
+            // A cache hit needs no `await`: answered here when the lookup needs no request.
+            if let lookup = try silentLookup(parameters, scopes: requested.scopes, correlation: correlation, probe: probe) {
+                if let served = try servedFromCache(lookup, parameters, correlation: correlation, probe: probe) { return served }
+                return try await silent(parameters, scopes: requested.scopes, correlation: correlation, probe: probe, lookup: lookup)
+            }
             return try await silent(parameters, scopes: requested.scopes, correlation: correlation, probe: probe)
         } catch {
             throw error.filling(correlationID: correlation.string)
@@ -264,11 +269,8 @@ public final class PublicClientApplication: Sendable {
     ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
     func silent(
         _ parameters: SilentTokenParameters, scopes given: RequestScopes? = nil, correlation: RequestCorrelationID,
-        probe: SilentHitMemo.Probe? = nil
+        probe: SilentHitMemo.Probe? = nil, lookup done: SilentLookup? = nil
     ) async throws(MSALError) -> AuthenticationResult {
-        // Read before any lookup, so an answer is never kept for a newer state than it saw (the
-        // lookups check the store; an answer kept under an older revision is never found).
-        let revision = probe == nil ? 0 : cache.lastSeenRevision()
         let request: RequestScopes
         if let given {
             request = given
@@ -276,50 +278,47 @@ public final class PublicClientApplication: Sendable {
             request = try requestScopes(for: parameters.scopes).scopes
         }
         let scopes = request.set
-        if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
-            // Found only in a legacy (ADAL) cache: the silent upgrade.
-            return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlation.string)
+        let lookup: SilentLookup
+        if let done {
+            lookup = done
+        } else {
+            // Read before any lookup, so an answer is never kept for a newer state than it saw (the
+            // lookups check the store; an answer kept under an older revision is never found).
+            let revision = probe == nil ? 0 : cache.lastSeenRevision()
+            if !legacyCaches.isEmpty, let legacy = try legacyUser(forSilent: parameters.account) {
+                // Found only in a legacy (ADAL) cache: the silent upgrade.
+                return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlation.string)
+            }
+            let requestAuthority = parameters.authority ?? configuration.authority
+            let authority: Authority, realm: String
+            if let target = try silentTargetWithoutDiscovery(for: requestAuthority, account: parameters.account, correlationID: correlation.string) {
+                (authority, realm) = target
+            } else {
+                (authority, realm) = try await silentTarget(for: requestAuthority, account: parameters.account, correlationID: correlation.string)
+            }
+            let environments: [String]
+            if let known = knownEnvironments(for: authority) {
+                environments = known
+            } else {
+                environments = try await self.environments(for: authority, correlationID: correlation.string)
+            }
+            let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: realm, scopes: request)
+            lookup = SilentLookup(
+                revision: revision, requestAuthority: requestAuthority, authority: authority, realm: realm,
+                environments: environments, found: found)
+            if let served = try servedFromCache(lookup, parameters, correlation: correlation, probe: probe) { return served }
         }
-        let requestAuthority = parameters.authority ?? configuration.authority
         let account = parameters.account
-        // Both known without a request on a cache hit (and then found without an await).
-        let authority: Authority, realm: String
-        if let target = try silentTargetWithoutDiscovery(for: requestAuthority, account: account, correlationID: correlation.string) {
-            (authority, realm) = target
-        } else {
-            (authority, realm) = try await silentTarget(for: requestAuthority, account: account, correlationID: correlation.string)
-        }
-        let now = configuration.clock.now()
-
-        // The cloud's aliases (login.microsoftonline.com ≡ login.windows.net ≡ ...): a token written
-        // under one is found under another. Well-known clouds need no request for this.
-        let environments: [String]
-        if let known = knownEnvironments(for: authority) {
-            environments = known
-        } else {
-            environments = try await self.environments(for: authority, correlationID: correlation.string)
-        }
-        let found = try cachedAccessTokenAndRevision(account: account, environments: environments, realm: realm, scopes: request)
-        let cached = found?.entry
+        let (authority, realm, environments) = (lookup.authority, lookup.realm, lookup.environments)
+        let cached = lookup.found?.entry
         let decision = SilentDecision.decide(
-            expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: now,
+            expiresOn: cached?.expiresOn, refreshOn: cached?.refreshOn, now: configuration.clock.now(),
             expirationBuffer: configuration.tokenExpirationBuffer,
             forceRefresh: parameters.forceRefresh || parameters.claims != nil)
         let claims = try Self.claimsParameter(requested: parameters.claims, capabilities: configuration.clientCapabilities)
         var requestParameters = parameters.extraQueryParameters
         if let claims { requestParameters["claims"] = claims }
         let extraParameters = requestParameters
-        if decision == .useCached, let cached {
-            logger.debug("silent request served from the cache for \(pii: account.identifier)")
-            let (result, accountIsCached) = try cachedResultAndSource(
-                cached, account: account, authority: authority, correlation: correlation, revision: found?.revision)
-            if let probe, accountIsCached, Self.keepsHit(authority: requestAuthority, account: account) {
-                silentHits.keep(
-                    SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
-                    for: probe, revision: revision)
-            }
-            return result
-        }
 
         // Every input that changes the request is in the key, so calls that differ never share a result.
         let key = RefreshCoordinator.Key(
@@ -367,6 +366,67 @@ public final class PublicClientApplication: Sendable {
             }
             throw error
         }
+    }
+
+    /// What a silent request finds before it decides whether to refresh: the authority and realm it
+    /// targets, the cloud's aliases, and the cached token with the revision it was found at.
+    struct SilentLookup {
+        /// The cache revision read before the lookups (0 when no answer is to be kept).
+        let revision: UInt64
+        /// The authority the request names (or the configuration's).
+        let requestAuthority: Authority
+        let authority: Authority
+        let realm: String
+        let environments: [String]
+        let found: (entry: AccessTokenEntry, revision: UInt64)?
+    }
+
+    /// The lookup of a silent request when it needs no request and no `await`: the authority's
+    /// tenant and the cloud's aliases are known (``silentTargetWithoutDiscovery(for:account:correlationID:)``,
+    /// ``knownEnvironments(for:)``) and no legacy cache is configured. A cache hit is then answered
+    /// without entering an async function of its own.
+    /// - Returns: the lookup, or `nil` when ``silent(_:scopes:correlation:probe:lookup:)`` must do it.
+    /// - Throws: what those and ``cachedAccessTokenAndRevision(account:environments:realm:scopes:)`` throw.
+    func silentLookup(
+        _ parameters: SilentTokenParameters, scopes request: RequestScopes, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe?
+    ) throws(MSALError) -> SilentLookup? {
+        guard legacyCaches.isEmpty else { return nil }
+        // Read before any lookup (see `silent`).
+        let revision = probe == nil ? 0 : cache.lastSeenRevision()
+        let requestAuthority = parameters.authority ?? configuration.authority
+        guard let (authority, realm) = try silentTargetWithoutDiscovery(
+                  for: requestAuthority, account: parameters.account, correlationID: correlation.string),
+              let environments = knownEnvironments(for: authority) else { return nil }
+        let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: realm, scopes: request)
+        return SilentLookup(
+            revision: revision, requestAuthority: requestAuthority, authority: authority, realm: realm,
+            environments: environments, found: found)
+    }
+
+    /// The answer of a silent request from its lookup when the cached token is to be served now
+    /// (``SilentDecision``), offered to ``silentHits`` when it may be kept; `nil` when the request
+    /// must refresh (no token, expired or due, a forced refresh or a claims request).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the account cannot be read.
+    func servedFromCache(
+        _ lookup: SilentLookup, _ parameters: SilentTokenParameters, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe?
+    ) throws(MSALError) -> AuthenticationResult? {
+        guard let found = lookup.found else { return nil }
+        let cached = found.entry
+        let decision = SilentDecision.decide(
+            expiresOn: cached.expiresOn, refreshOn: cached.refreshOn, now: configuration.clock.now(),
+            expirationBuffer: configuration.tokenExpirationBuffer,
+            forceRefresh: parameters.forceRefresh || parameters.claims != nil)
+        guard decision == .useCached else { return nil }
+        let account = parameters.account
+        logger.debug("silent request served from the cache for \(pii: account.identifier)")
+        let (result, accountIsCached) = try cachedResultAndSource(
+            cached, account: account, authority: lookup.authority, correlation: correlation, revision: found.revision)
+        if let probe, accountIsCached, Self.keepsHit(authority: lookup.requestAuthority, account: account) {
+            silentHits.keep(
+                SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
+                for: probe, revision: lookup.revision)
+        }
+        return result
     }
 
     /// ``refresh(account:authority:realm:scopes:extraParameters:correlationID:)`` as a `Result`,
