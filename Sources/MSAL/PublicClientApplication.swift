@@ -289,23 +289,13 @@ public final class PublicClientApplication: Sendable {
                 // Found only in a legacy (ADAL) cache: the silent upgrade.
                 return try await legacySilent(parameters, user: legacy, scopes: scopes, correlationID: correlation.string)
             }
+            // The tenant or the cloud's aliases may need a request here (a tenant domain, a cloud
+            // only instance discovery knows); `silentLookup` answered the other cases without one.
             let requestAuthority = parameters.authority ?? configuration.authority
-            let authority: Authority, realm: String
-            if let target = try silentTargetWithoutDiscovery(for: requestAuthority, account: parameters.account, correlationID: correlation.string) {
-                (authority, realm) = target
-            } else {
-                (authority, realm) = try await silentTarget(for: requestAuthority, account: parameters.account, correlationID: correlation.string)
-            }
-            let environments: [String]
-            if let known = knownEnvironments(for: authority) {
-                environments = known
-            } else {
-                environments = try await self.environments(for: authority, correlationID: correlation.string)
-            }
-            let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: realm, scopes: request)
-            lookup = SilentLookup(
-                revision: revision, requestAuthority: requestAuthority, authority: authority, realm: realm,
-                environments: environments, found: found)
+            let target = try await silentTarget(for: requestAuthority, account: parameters.account, correlationID: correlation.string)
+            let environments = try await self.environments(for: target.authority, correlationID: correlation.string)
+            lookup = try silentLookup(
+                parameters, scopes: request, revision: revision, requestAuthority: requestAuthority, target: target, environments: environments)
             if let served = try servedFromCache(lookup, parameters, correlation: correlation, probe: probe) { return served }
         }
         let account = parameters.account
@@ -394,12 +384,23 @@ public final class PublicClientApplication: Sendable {
         // Read before any lookup (see `silent`).
         let revision = probe == nil ? 0 : cache.lastSeenRevision()
         let requestAuthority = parameters.authority ?? configuration.authority
-        guard let (authority, realm) = try silentTargetWithoutDiscovery(
+        guard let target = try silentTargetWithoutDiscovery(
                   for: requestAuthority, account: parameters.account, correlationID: correlation.string),
-              let environments = knownEnvironments(for: authority) else { return nil }
-        let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: realm, scopes: request)
+              let environments = knownEnvironments(for: target.authority) else { return nil }
+        return try silentLookup(
+            parameters, scopes: request, revision: revision, requestAuthority: requestAuthority, target: target, environments: environments)
+    }
+
+    /// The lookup once the request's target and the cloud's aliases are known: the cached token
+    /// under the first alias that has one.
+    /// - Throws: what ``cachedAccessTokenAndRevision(account:environments:realm:scopes:)`` throws.
+    private func silentLookup(
+        _ parameters: SilentTokenParameters, scopes request: RequestScopes, revision: UInt64, requestAuthority: Authority,
+        target: (authority: Authority, realm: String), environments: [String]
+    ) throws(MSALError) -> SilentLookup {
+        let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: target.realm, scopes: request)
         return SilentLookup(
-            revision: revision, requestAuthority: requestAuthority, authority: authority, realm: realm,
+            revision: revision, requestAuthority: requestAuthority, authority: target.authority, realm: target.realm,
             environments: environments, found: found)
     }
 
@@ -630,7 +631,9 @@ public final class PublicClientApplication: Sendable {
     /// The authority and realm a silent request for `account` uses. On Entra ID, `common`,
     /// `organizations` and `consumers` become the account's home tenant; a tenant domain is mapped
     /// to its tenant ID through the tenant's discovery document.
-    private func silentTarget(for authority: Authority, account: Account, correlationID: @autoclosure () -> String) async throws(MSALError) -> (Authority, String) {
+    private func silentTarget(
+        for authority: Authority, account: Account, correlationID: @autoclosure () -> String
+    ) async throws(MSALError) -> (authority: Authority, realm: String) {
         if let target = try silentTargetWithoutDiscovery(for: authority, account: account, correlationID: correlationID()) { return target }
         // A tenant domain (the only case left).
         let openID = try await discovery.configuration(for: authority, correlationID: correlationID())
@@ -646,7 +649,7 @@ public final class PublicClientApplication: Sendable {
     /// - Throws: `.interactionRequired` when the account has no home tenant and one is needed.
     private func silentTargetWithoutDiscovery(
         for authority: Authority, account: Account, correlationID: @autoclosure () -> String
-    ) throws(MSALError) -> (Authority, String)? {
+    ) throws(MSALError) -> (authority: Authority, realm: String)? {
         switch (authority.type, authority.tenant) {
         case (.aad, .tenantID(let id)?):
             return (authority, id)
