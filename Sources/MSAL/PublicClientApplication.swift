@@ -896,7 +896,7 @@ public final class PublicClientApplication: Sendable {
 
     /// The account of one home account's tenant profiles (account entries with their ID tokens).
     private func makeAccount(
-        _ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin, tokenPartitions: AccountTokenPartitions?
+        _ entries: [(account: AccountEntry, idToken: IDTokenEntry?)], origin: AccountOrigin, tokenPartitions: AccountTokenPartitions
     ) -> Account {
         let first = entries[0].account
         let homeTenant = Account.homeAccountParts(of: first.homeAccountID)?.tenantID

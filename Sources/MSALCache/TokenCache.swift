@@ -133,18 +133,16 @@ public final class TokenCache: Sendable {
     /// so that its lookups go straight to its tokens (``accessTokenAndRevision(in:realm:clientID:scopes:)``).
     /// - Parameter checkingStore: `false` skips the store's change stamp when an index is loaded
     ///   (the caller just checked it); the partitions are then those of the state the index has.
-    /// - Returns: the partitions (none when the account has no access token); `nil` when one of them
-    ///   holds more than ``AccessTokenPartition/scanLimit`` tokens. Kept by an account, a partition
-    ///   is copied by the next change of it, and a large one carries tables of its own: its
-    ///   lookups go through the index instead.
+    /// - Returns: the partitions (none when the account has no access token). They share the index's
+    ///   tokens until the cache's next change, which releases them before it is applied (so the
+    ///   index never copies a partition because an account holds it).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
-    package func tokenPartitions(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> AccountTokenPartitions? {
+    package func tokenPartitions(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> AccountTokenPartitions {
         try withState(checkingStore: checkingStore) { state in
             let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
             var partitions: [AccountTokenPartitions.Partition] = []
             for id in state.index!.byHomeEnvironment[home]?.partitions ?? [] {
                 guard let tokens = state.index!.accessTokens[id] else { continue }
-                guard tokens.tokens.count <= AccessTokenPartition.scanLimit else { return nil }
                 partitions.append(AccountTokenPartitions.Partition(realm: id.realm, clientID: id.clientID, tokens: tokens))
             }
             let handedOut = AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
@@ -1102,8 +1100,6 @@ package final class AccountTokenPartitions: @unchecked Sendable {
         partitions = nil
     }
 }
-
-
 
 /// What ``TokenCache/accessTokenAndRevision(in:realm:clientID:scopes:)`` found.
 package enum PartitionLookup: Sendable {

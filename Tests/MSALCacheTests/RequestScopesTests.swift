@@ -136,7 +136,7 @@ struct AccountTokenPartitionsTests {
             }
         }
         try Self.save(cache, Sample.accessToken(home: Self.otherHome, target: "r0/A", secret: "other-home"))
-        let partitions = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let partitions = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(partitions.count == 2)
         let queries: [(realm: String, clientID: String, scopes: [String])] = [
             (Sample.tenant, Sample.clientID, ["r1/A", "r1/B"]), (Sample.tenant, Sample.clientID, ["r2/B"]),
@@ -159,12 +159,12 @@ struct AccountTokenPartitionsTests {
         let store = InMemoryTokenCacheStore()
         let cache = TokenCache(store: store)
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
-        let before = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let before = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "first")
         // A refresh here: the partitions taken before would answer the old token.
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
         #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "stale")
-        let after = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let after = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(try Self.throughPartitions(cache, after, realm: Sample.tenant, ["r0/A"]) == "second")
         // Another cache instance on the same store writes: this one reloads at its next lookup.
         let other = TokenCache(store: store)
@@ -172,7 +172,7 @@ struct AccountTokenPartitionsTests {
         #expect(try Self.throughPartitions(cache, after, realm: Sample.tenant, ["r0/A"]) == "stale")
         #expect(try Self.throughIndex(cache, realm: Sample.tenant, ["r0/A"]) == "third")
         // Partitions taken by one cache are stale in another, even at an equal revision number.
-        let fromOther = try #require(try other.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let fromOther = try other.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(try Self.throughPartitions(cache, fromOther, realm: Sample.tenant, ["r0/A"]) == "stale")
         #expect(try Self.throughPartitions(other, fromOther, realm: Sample.tenant, ["r0/A"]) == "third")
     }
@@ -183,7 +183,7 @@ struct AccountTokenPartitionsTests {
         try Self.save(first, Sample.accessToken(target: "r0/A", secret: "first-cache"))
         try Self.save(second, Sample.accessToken(target: "r0/A", secret: "second-cache"))
         #expect(try first.revision() == second.revision())
-        let fromFirst = try #require(try first.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let fromFirst = try first.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(try Self.throughPartitions(second, fromFirst, realm: Sample.tenant, ["r0/A"]) == "stale")
         #expect(try Self.throughPartitions(first, fromFirst, realm: Sample.tenant, ["r0/A"]) == "first-cache")
     }
@@ -193,15 +193,15 @@ struct AccountTokenPartitionsTests {
         let store = InMemoryTokenCacheStore()
         let cache = TokenCache(store: store)
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
-        let before = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
-        let again = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let before = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
+        let again = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(!before.isReleased && !again.isReleased && before.count == 1)
         try cache.removeAccount(homeAccountID: Sample.home, environment: Sample.environment, clientID: Sample.clientID)
         #expect(before.isReleased && again.isReleased && before.count == 1)
         #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "stale")
         // Released too by a reload after another instance's change.
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
-        let current = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let current = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         try Self.save(TokenCache(store: store), Sample.accessToken(target: "r1/A", secret: "elsewhere"))
         #expect(!current.isReleased)
         #expect(try Self.throughIndex(cache, realm: Sample.tenant, ["r1/A"]) == "elsewhere")
@@ -212,7 +212,7 @@ struct AccountTokenPartitionsTests {
     func manyHandedOut() throws {
         let cache = TokenCache(store: InMemoryTokenCacheStore())
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "first"))
-        let held = try #require(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment))
+        let held = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         for _ in 0..<(TokenCache.handedOutLimit + 100) {
             _ = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         }
@@ -221,14 +221,22 @@ struct AccountTokenPartitionsTests {
         #expect(held.isReleased)
     }
 
-    @Test("An account with a partition of more than 32 tokens keeps none: its lookups go through the index")
-    func largePartitionKeepsNone() throws {
+    @Test("A partition of more than 32 tokens (with its own scope tables) answers through the account's partitions as the index does, also after a refresh of one of its tokens")
+    func largePartition() throws {
         let cache = TokenCache(store: InMemoryTokenCacheStore())
-        for k in 0...AccessTokenPartition.scanLimit {
-            try Self.save(cache, Sample.accessToken(target: "r\(k)/A", secret: "t\(k)"))
+        for k in 0...(AccessTokenPartition.scanLimit + 8) {
+            try Self.save(cache, Sample.accessToken(target: "r\(k)/A r\(k)/B", secret: "t\(k)"))
         }
-        #expect(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment) == nil)
-        try cache.remove([CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(target: "r0/A", secret: "").key)])
-        #expect(try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)?.count == 1)
+        var partitions = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
+        #expect(partitions.count == 1)
+        for scopes in [["r3/A"], ["r39/B", "r39/A"], ["r1/A", "r2/A"], ["nothing/Holds"]] {
+            let direct = try Self.throughPartitions(cache, partitions, realm: Sample.tenant, scopes)
+            #expect(try direct != "stale" && direct == Self.throughIndex(cache, realm: Sample.tenant, scopes), "\(scopes)")
+        }
+        try Self.save(cache, Sample.accessToken(target: "r3/A r3/B", secret: "t3-refreshed", expiresIn: 7200))
+        #expect(partitions.isReleased)
+        partitions = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
+        #expect(try Self.throughPartitions(cache, partitions, realm: Sample.tenant, ["r3/B"]) == "t3-refreshed")
+        #expect(try Self.throughPartitions(cache, partitions, realm: Sample.tenant, ["r4/B"]) == "t4")
     }
 }
