@@ -14,9 +14,6 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         let username: String?
         let environment: String
         let tenantProfiles: [TenantProfile]
-        /// The profiles' tenant IDs and claims, in the profiles' order: what
-        /// ``Account/claims(ofTenant:)`` reads, without reading the profiles.
-        let tenantClaims: [TenantClaims]
         let origin: AccountOrigin?
         let tokenPartitions: (any AnyObject & Sendable)?
         /// `identifier.hashValue`, computed once: tables keyed by the identifier (an application's
@@ -34,14 +31,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
             self.origin = origin
             self.tokenPartitions = tokenPartitions
             identifierHash = identifier.hashValue
-            tenantClaims = tenantProfiles.map { TenantClaims(tenantID: $0.tenantID, claims: $0.claims) }
         }
-    }
-
-    /// A profile's tenant ID and claims.
-    private struct TenantClaims: Sendable {
-        let tenantID: String
-        let claims: IDTokenClaims?
     }
 
     private let storage: Storage
@@ -93,16 +83,12 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     package var identifierHashValue: Int { storage.identifierHash }
 
     /// The claims of the tenant profile whose tenant ID is `tenantID` (compared case-insensitively),
-    /// or `nil` when no profile has that tenant or its profile has no claims. Reads the profiles in
-    /// place, without copying one out.
+    /// or `nil` when no profile has that tenant or its profile has no claims. What a cached result's
+    /// `idTokenClaims` reads, when asked.
     package func claims(ofTenant tenantID: String) -> IDTokenClaims? {
-        storage.tenantClaims.withUnsafeBufferPointer { pairs in
-            // Most often the tenant ID is as written in the cache: the first pass finds it. Only the
-            // tenant IDs are read until one matches.
-            for index in pairs.indices where pairs[index].tenantID == tenantID { return pairs[index].claims }
-            for index in pairs.indices where pairs[index].tenantID.equalsIgnoringCase(tenantID) { return pairs[index].claims }
-            return nil
-        }
+        let profiles = storage.tenantProfiles
+        // Most often the tenant ID is as written in the cache: the first pass finds it.
+        return (profiles.first { $0.tenantID == tenantID } ?? profiles.first { $0.tenantID.equalsIgnoringCase(tenantID) })?.claims
     }
 
     /// The fields, as a struct of stored properties would show them (`print`, `dump`, debuggers).
