@@ -239,9 +239,6 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
         return set
     }
 
-    /// The byte lengths of ``reservedOIDCScopes``.
-    private static let reservedScopeLengths: Set<Int> = Set(reservedOIDCScopes.normalized.map(\.utf8.count))
-
     /// ``validatedRequest(_:)`` for the common case, without a `Character` walk: every scope is
     /// non-empty printable ASCII other than `"` and `\` (RFC 6749 §3.3) and none is reserved.
     /// - Returns: the set, or `nil` when a scope is anything else (then the full checks decide,
@@ -256,8 +253,7 @@ public struct ScopeSet: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral,
             }
             guard valid else { return nil }
             let lower = scope.lowercasedIfNeeded()
-            // The reserved scopes are 6, 7 and 14 bytes long: other lengths need no comparison.
-            if Self.reservedScopeLengths.contains(lower.utf8.count), reservedOIDCScopes.position(of: lower).found { return nil }
+            guard !reservedOIDCScopes.position(of: lower).found else { return nil }
             // Insertion keeps the set sorted; a later spelling of a scope already in it is dropped.
             let (index, found) = set.position(of: lower)
             if !found { set.storage.insert((lower, scope), at: index) }
