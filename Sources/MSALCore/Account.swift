@@ -134,9 +134,12 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
 /// Where an ``Account`` was assembled: by which application instance (a number unique in the
 /// process), from its cache at which revision.
 package struct AccountOrigin: Sendable, Equatable {
+    /// The number of the application instance that assembled the account.
     package let application: UInt64
+    /// The revision of that instance's cache the account was assembled from.
     package let revision: UInt64
 
+    /// The origin of an account assembled by application instance `application` at cache revision `revision`.
     package init(application: UInt64, revision: UInt64) {
         self.application = application
         self.revision = revision
