@@ -21,13 +21,9 @@ final class CorrelationIDGenerator: Sendable {
         base = (random.next(), random.next())
     }
 
-    /// The next ID: `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`, lowercase hex.
-    func next() -> String {
-        nextID().string
-    }
-
-    /// The next ID, written out only when it is read (``RequestCorrelationID/string``): a cache hit
-    /// carries its ID in the result, and most callers never read it.
+    /// The next ID, `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx` in lowercase hex, written out only when
+    /// it is read (``RequestCorrelationID/string``): a cache hit carries its ID in the result, and
+    /// most callers never read it.
     func nextID() -> RequestCorrelationID {
         let count = counter.add(1, ordering: .relaxed).newValue
         var high = Self.mix(base.0 &+ count &* 0x9E37_79B9_7F4A_7C15)

@@ -24,7 +24,7 @@ struct CorrelationIDFormatTests {
         let generator = CorrelationIDGenerator()
         var seen = Set<String>()
         for _ in 0..<1_000 {
-            let id = generator.next()
+            let id = generator.nextID().string
             let characters = Array(id)
             #expect(UUID(uuidString: id) != nil && id == id.lowercased())
             #expect(characters[14] == "4" && "89ab".contains(characters[19]), "\(id)")
