@@ -164,15 +164,21 @@ public final class TokenCache: Sendable {
         guard partitions.cache == number else { return .stale }
         return try withState { state in
             // At the same revision the partitions were not released (that happens at a change).
-            guard state.revision == partitions.revision, let kept = partitions.lockedPartitions else { return .stale }
-            let realm = realm.lowercasedIfNeeded(), clientID = clientID.lowercasedIfNeeded()
-            guard let position = kept.firstIndex(where: { $0.realm == realm && $0.clientID == clientID }) else {
+            guard state.revision == partitions.revision, !partitions.isReleasedLocked else { return .stale }
+            // Read by name, not through a copy of the scope table (which would retain each of its tables).
+            guard let wanted = scopes.numbers(in: state.index!.scopeTable.numberingName) ?? state.index!.scopeTable.numberedAndKept(scopes)
+            else { return .notFound }  // a scope no token holds
+            let revision = state.revision
+            return partitions.withLockedPartitions { kept -> PartitionLookup in
+                // The partitions' realm and client ID are lowercase: compared without lowercasing
+                // the request's, in place (a partition copied out would be retained).
+                for position in kept.indices where kept[position].realm.isLowercased(of: realm) {
+                    guard kept[position].clientID.isLowercased(of: clientID) else { continue }
+                    guard let entry = kept[position].tokens.best(including: wanted) else { return .notFound }
+                    return .found(entry, revision: revision)
+                }
                 return .notFound
             }
-            guard let entry = state.index!.bestAccessToken(in: kept[position].tokens, including: scopes) else {
-                return .notFound
-            }
-            return .found(entry, revision: state.revision)
         }
     }
 
@@ -523,21 +529,28 @@ public final class TokenCache: Sendable {
     /// Runs `body` under the lock with an up-to-date state.
     /// - Parameter checkingStore: `false` skips the store's change stamp when an index is loaded
     ///   (the caller just checked it through another call).
+    @inline(__always)
     private func withState<T: Sendable>(
         checkingStore: Bool = true, _ body: (inout State) throws(MSALError) -> T
     ) throws(MSALError) -> T {
         try state.withLock { (state: inout State) throws(MSALError) -> T in
-            if !checkingStore, state.index != nil { return try body(&state) }
-            let stamp = try store.changeStamp()
-            if state.index == nil || state.stamp != stamp {
-                let contents = try store.readAll()
-                state.index = CacheIndex(contents)
-                state.stamp = stamp
-                state.indexChanged()
-                logger.debug("Token cache loaded \(contents.count) entries from its store.")
-            }
+            if checkingStore || state.index == nil { try loadIfStale(&state) }
             return try body(&state)
         }
+    }
+
+    /// Loads the index from the store when there is none or the store's change stamp moved since
+    /// it was loaded. Kept out of ``withState(checkingStore:_:)``, which is inlined into every
+    /// lookup: `body` is then called from one place, and what it captures is not copied for two.
+    @inline(never)
+    private func loadIfStale(_ state: inout State) throws(MSALError) {
+        let stamp = try store.changeStamp()
+        guard state.index == nil || state.stamp != stamp else { return }
+        let contents = try store.readAll()
+        state.index = CacheIndex(contents)
+        state.stamp = stamp
+        state.indexChanged()
+        logger.debug("Token cache loaded \(contents.count) entries from its store.")
     }
 
     /// Runs `body` under the lock with an up-to-date index.
@@ -831,7 +844,7 @@ struct CacheIndex: Sendable {
     }
 
     /// The token of `partition` whose scopes include `wanted` (sorted numbers) and that expires last.
-    private static func best(in partition: AccessTokenPartition, including wanted: UnsafeBufferPointer<Int32>) -> AccessTokenEntry? {
+    fileprivate static func best(in partition: AccessTokenPartition, including wanted: UnsafeBufferPointer<Int32>) -> AccessTokenEntry? {
         var best: Int?
         partition.forEachPosition(including: wanted) { position, tokens in
             guard let current = best else {
@@ -1011,6 +1024,15 @@ struct ScopeTable: Sendable {
         }
     }
 
+    /// The sorted numbers of `scopes.set`, numbered and kept in `scopes` (``withIDs(of:_:)-(RequestScopes,_)``);
+    /// `nil` when one of them is in no cached token. For a request whose numbers are not kept under
+    /// this table's numbering yet (``RequestScopes/numbers(in:)`` finds those); out of line, so the
+    /// lookups that find them stay small.
+    @inline(never)
+    func numberedAndKept(_ scopes: RequestScopes) -> [Int32]? {
+        withIDs(of: scopes) { ids in ids.map { Array($0) } }
+    }
+
     /// The sorted numbers of the scopes of `scopes` that some cached token holds.
     func knownIDs(of scopes: ScopeSet) -> [Int32] {
         scopes.normalized.compactMap { numbers[$0] }.sorted()
@@ -1088,8 +1110,14 @@ package final class AccountTokenPartitions: @unchecked Sendable {
         count = partitions.count
     }
 
-    /// The partitions, for the cache that took them, under its lock; `nil` once released.
-    var lockedPartitions: [Partition]? { partitions }
+    /// Whether the partitions were released; for the cache that took them, under its lock.
+    var isReleasedLocked: Bool { partitions == nil }
+
+    /// Calls `body` with the partitions (none once released); for the cache that took them, under its lock.
+    func withLockedPartitions<T>(_ body: (UnsafeBufferPointer<Partition>) -> T) -> T {
+        guard partitions != nil else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return partitions!.withUnsafeBufferPointer { body($0) }
+    }
 
     /// Whether the partitions were released (the cache that took them changed since). For tests;
     /// reads without the cache's lock, so only once that cache is no longer in use elsewhere.
@@ -1191,6 +1219,12 @@ struct AccessTokenPartition: Sendable {
             lookup?.positions[tokens[position].key] = position
         }
         tokens.removeLast()
+    }
+
+    /// The token whose scopes include `wanted` (sorted numbers, ``ScopeTable``) and that expires
+    /// last (``CacheIndex/best(in:including:)``); `nil` when none does.
+    func best(including wanted: [Int32]) -> AccessTokenEntry? {
+        wanted.withUnsafeBufferPointer { CacheIndex.best(in: self, including: $0) }
     }
 
     /// Calls `body` with the position of every token whose scopes include all of `wanted` (sorted

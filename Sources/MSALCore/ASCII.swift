@@ -90,6 +90,54 @@ extension String {
 }
 
 extension String {
+    /// Whether this string, which is lowercase already (as the cache index keys identifiers), is
+    /// `other.lowercased()`: without making the lowercased copy when `other` is ASCII, eight bytes
+    /// at a time, stopping at the first difference (two tenant GUIDs differ in their first bytes).
+    /// Otherwise `other` is lowercased and compared with `==` (Unicode lowercasing may change the
+    /// byte count, and `==` compares canonical equivalence).
+    @inlinable @inline(__always) package func isLowercased(of other: String) -> Bool {
+        let ascii = utf8.withContiguousStorageIfAvailable { lowered -> Bool? in
+            other.utf8.withContiguousStorageIfAvailable { given -> Bool? in UInt8.isLowercasedASCII(lowered, of: given) } ?? nil
+        }
+        if let ascii = ascii ?? nil { return ascii }
+        return self == other.lowercased()
+    }
+}
+
+extension UInt8 {
+    /// Whether `lowered` is `given` with its ASCII capitals made small; `nil` when either has a
+    /// non-ASCII byte before the answer is known (lowercasing is then Unicode's, and `==` compares
+    /// canonical equivalence). Reads eight bytes at a time; every byte of an ASCII prefix lowercases
+    /// to itself or its small letter whatever follows, so a difference between two ASCII bytes decides.
+    @inlinable @inline(__always) package static func isLowercasedASCII(_ lowered: UnsafeBufferPointer<UInt8>, of given: UnsafeBufferPointer<UInt8>) -> Bool? {
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        var offset = 0
+        if let left = lowered.baseAddress, let right = given.baseAddress {
+            let loweredRaw = UnsafeRawPointer(left), givenRaw = UnsafeRawPointer(right)
+            while offset + 8 <= given.count && offset + 8 <= lowered.count {
+                let word = givenRaw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                let loweredWord = loweredRaw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                if (word | loweredWord) & highBits != 0 { break }
+                // As in `isLowercaseASCII`: the high bit of a byte marks `A`–`Z`; shifted to 0x20,
+                // it makes that byte small.
+                let capitals = (word &+ 0x3F3F_3F3F_3F3F_3F3F) & ~(word &+ 0x2525_2525_2525_2525) & highBits
+                if word | (capitals >> 2) != loweredWord { return false }
+                offset += 8
+            }
+        }
+        while offset < given.count {
+            let byte = given[offset]
+            if byte >= 0x80 { return nil }
+            if offset >= lowered.count { return false }
+            if lowered[offset] >= 0x80 { return nil }
+            if lowered[offset] != byte.asciiLowercased { return false }
+            offset += 1
+        }
+        return lowered.count == given.count
+    }
+}
+
+extension String {
     /// Whether the two strings have the same UTF-8 bytes. `==` compares canonical equivalence (the
     /// Kelvin sign equals `K`), which a table that keeps what a string was checked to be must not:
     /// RFC 6749 §3.3 allows `K` in a scope and refuses the Kelvin sign.

@@ -32,6 +32,42 @@ struct ASCIILowercasingTests {
         #expect(checked == 15 * (1 + (1..<20).reduce(0, +)))
     }
 
+    @Test("isLowercased(of:) answers as comparing with lowercased(): every boundary byte at every position, against a lowercase string of each length from 0 to 19")
+    func lowercasedComparison() {
+        // A request's realm or client ID (any case, maybe non-ASCII) against a partition's
+        // (lowercase): the word-at-a-time comparison must agree with `lowercased()` and `==`.
+        // (0x80 and 0xC3 alone are not UTF-8: the string gets U+FFFD there, a non-ASCII character.)
+        let boundaries: [UInt8] = [0x00, 0x40, 0x41, 0x4D, 0x5A, 0x5B, 0x60, 0x61, 0x6D, 0x7A, 0x7B, 0x7F, 0x80, 0xC3]
+        var checked = 0
+        for length in 0..<20 {
+            for position in 0..<max(length, 1) {
+                for byte in boundaries {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "m"), count: length)
+                    if length > 0 { bytes[position] = byte }
+                    let given = String(decoding: bytes, as: UTF8.self)
+                    for lowered in ["", String(repeating: "m", count: length), given.lowercased(),
+                                    String(repeating: "m", count: length + 1), String(repeating: "m", count: max(0, length - 1))] {
+                        #expect(lowered.isLowercased(of: given) == (lowered == given.lowercased()), "\(lowered) \(bytes)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 14 * 5 * (1 + (1..<20).reduce(0, +)))
+    }
+
+    @Test("isLowercased(of:) lowercases non-ASCII as lowercased() does", arguments: [
+        ("straße/user.read", "Straße/USER.Read", true), ("i̇stanbul", "İstanbul", true), ("istanbul", "İstanbul", false),
+        ("café-tenant-0123456789", "CAFÉ-TENANT-0123456789", true), ("cafe-tenant-0123456789", "CAFÉ-TENANT-0123456789", false),
+        ("σίσυφοσ", "ΣΊΣΥΦΟΣ", true), ("σίσυφος", "ΣΊΣΥΦΟΣ", false), ("k", "\u{212A}", true), ("\u{212A}", "k", false),
+        // Canonically equivalent spellings are equal, as `==` has them (the lowercase side non-ASCII too).
+        ("é-tenant", "E\u{301}-TENANT", true), ("e\u{301}-tenant", "É-TENANT", true), ("ab\u{37E}", "AB;", true), ("ab\u{37E}", "AB", false),
+    ])
+    func lowercasedComparisonUnicode(lowered: String, given: String, expected: Bool) {
+        #expect(lowered.isLowercased(of: given) == (lowered == given.lowercased()))
+        #expect(lowered.isLowercased(of: given) == expected)
+    }
+
     @Test("hasSameUTF8 tells canonically equivalent strings apart, and arrays of them", arguments: [
         ("K", "\u{212A}"), ("é", "e\u{301}"), ("a\u{301}\u{323}", "a\u{323}\u{301}"), (";", "\u{37E}"),
     ])
