@@ -246,7 +246,7 @@ public final class PublicClientApplication: Sendable {
         guard !parameters.forceRefresh, parameters.claims == nil,
               let (hit, revision) = silentHits.hit(for: probe), (try? cache.revision()) == revision else { return nil }
         let decision = SilentDecision.decide(
-            expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, now: configuration.clock.now(),
+            expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, now: configuration.clock.approximateNow(),
             expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: false)
         guard decision == .useCached else { return nil }
         logger.debug("silent request served from the cache for \(pii: parameters.account.identifier)")
@@ -414,7 +414,7 @@ public final class PublicClientApplication: Sendable {
         guard let found = lookup.found else { return nil }
         let cached = found.entry
         let decision = SilentDecision.decide(
-            expiresOn: cached.expiresOn, refreshOn: cached.refreshOn, now: configuration.clock.now(),
+            expiresOn: cached.expiresOn, refreshOn: cached.refreshOn, now: configuration.clock.approximateNow(),
             expirationBuffer: configuration.tokenExpirationBuffer,
             forceRefresh: parameters.forceRefresh || parameters.claims != nil)
         guard decision == .useCached else { return nil }
@@ -729,7 +729,7 @@ public final class PublicClientApplication: Sendable {
         let found: Account?
         // The entry was looked up by the caller's account identifier; its environment may be
         // another alias of the cloud, whose account the caller's is not.
-        if let revision, account.origin == AccountOrigin(application: instanceNumber, revision: revision),
+        if let revision, let origin = account.origin, origin.application == instanceNumber, origin.revision == revision,
            account.environment.equalsIgnoringCase(entry.environment) {
             found = account
         } else {

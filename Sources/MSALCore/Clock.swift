@@ -9,6 +9,16 @@ internal import Synchronization
 public protocol WallClock: Sendable {
     /// The current instant. `Date` is an absolute instant; it has no time zone.
     func now() -> Date
+
+    /// The current instant, or one up to a few milliseconds before it, where that is cheaper to
+    /// read: for decisions with seconds to spare, such as whether a cached access token expires
+    /// within the 5-minute buffer, taken on every cache hit. The default is ``now()``.
+    func approximateNow() -> Date
+}
+
+extension WallClock {
+    /// ``now()``.
+    public func approximateNow() -> Date { now() }
 }
 
 /// The system's wall clock.
@@ -17,6 +27,15 @@ public struct SystemWallClock: WallClock {
     public init() {}
     /// Returns `Date()`.
     public func now() -> Date { Date() }
+
+    /// The system's coarse wall clock (`CLOCK_REALTIME_COARSE`, Linux): the time at the last timer
+    /// tick, at most one tick (1–10 ms, 4 ms on Debian's kernels) behind `Date()`, read in about
+    /// 5 ns instead of 28 on a 2-core VM. `Date()` where the coarse clock cannot be read.
+    public func approximateNow() -> Date {
+        var time = timespec()
+        guard clock_gettime(CLOCK_REALTIME_COARSE, &time) == 0 else { return Date() }
+        return Date(timeIntervalSince1970: Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9)
+    }
 }
 
 /// A clock that only moves when told to; for tests, demos and benchmarks.
