@@ -21,55 +21,41 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// than copying a dozen fields.
     private final class Storage: Sendable {
         let token: Token
-        let tokenType: String
-        let expiresOn: Date
-        let scopes: Scopes
         let account: Account
-        let tenantID: String
-        let identity: Identity
         let tokenSource: TokenSource
         let authority: Authority
         let isExtendedLifetimeToken: Bool
 
-        init(
-            token: Token, tokenType: String, expiresOn: Date, scopes: Scopes, account: Account, tenantID: String,
-            identity: Identity, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool
-        ) {
+        init(token: Token, account: Account, tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool) {
             self.token = token
-            self.tokenType = tokenType
-            self.expiresOn = expiresOn
-            self.scopes = scopes
             self.account = account
-            self.tenantID = tenantID
-            self.identity = identity
             self.tokenSource = tokenSource
             self.authority = authority
             self.isExtendedLifetimeToken = isExtendedLifetimeToken
         }
     }
 
-    /// Where ``accessToken`` comes from: a result from the cache holds the cache entry (already read
-    /// to find it) and reads the token from it when asked.
+    /// Where the token and what describes it come from.
     private enum Token: Sendable {
-        case value(String)
-        case entry(AccessTokenEntry)
+        /// Given: a token the provider just issued, with its ID token and claims (if any).
+        case given(Given)
+        /// A cached access token: its token, type, expiry and tenant (`realm`) are read from the
+        /// entry (already read to find it) when asked, its scopes from the entry's `target` (split
+        /// and sorted once per target, ``sortedScopes(ofTarget:)``), its ID token and claims from
+        /// the account's profile for that tenant (an immutable value: the same answers as reading
+        /// them up front, without reading them on every hit).
+        case cached(AccessTokenEntry)
     }
 
-    /// Where ``scopes`` come from: a result from the cache splits and sorts its entry's `target` when
-    /// asked (kept per target for the process, ``sortedScopes(ofTarget:)``).
-    private enum Scopes: Sendable {
-        case value([String])
-        case ofTarget(String)
-    }
-
-    /// Where ``idToken`` and ``idTokenClaims`` come from: a result from the cache reads them, when
-    /// asked, from its account's profile for ``tenantID`` (an immutable value: the same answer as
-    /// reading them up front, without reading them on every hit).
-    private enum Identity: Sendable {
-        /// The ID token and claims given.
-        case given(idToken: String?, claims: IDTokenClaims?)
-        /// The claims of the account's profile for the result's tenant, and their JWT.
-        case ofAccountTenant
+    /// The fields of a result whose token was given.
+    private struct Given: Sendable {
+        let accessToken: String
+        let tokenType: String
+        let expiresOn: Date
+        let scopes: [String]
+        let tenantID: String
+        let idToken: String?
+        let claims: IDTokenClaims?
     }
 
     private let storage: Storage
@@ -77,37 +63,52 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
     /// The access token, to send as `Authorization: Bearer <token>` (RFC 6750).
     public var accessToken: String {
         switch storage.token {
-        case .value(let token): token
-        case .entry(let entry): entry.secret
+        case .given(let given): given.accessToken
+        case .cached(let entry): entry.secret
         }
     }
     /// The token type, normally `Bearer`.
-    public var tokenType: String { storage.tokenType }
+    public var tokenType: String {
+        switch storage.token {
+        case .given(let given): given.tokenType
+        case .cached(let entry): entry.tokenType
+        }
+    }
     /// When the access token expires (absolute instant; render in UTC).
-    public var expiresOn: Date { storage.expiresOn }
+    public var expiresOn: Date {
+        switch storage.token {
+        case .given(let given): given.expiresOn
+        case .cached(let entry): entry.expiresOn
+        }
+    }
     /// The scopes the access token was granted, as the server returned them.
     public var scopes: [String] {
-        switch storage.scopes {
-        case .value(let scopes): scopes
-        case .ofTarget(let target): Self.sortedScopes(ofTarget: target)
+        switch storage.token {
+        case .given(let given): given.scopes
+        case .cached(let entry): Self.sortedScopes(ofTarget: entry.target)
         }
     }
     /// The account the token belongs to.
     public var account: Account { storage.account }
     /// The tenant the token was issued in (`realm`): a tenant ID for Entra ID.
-    public var tenantID: String { storage.tenantID }
+    public var tenantID: String {
+        switch storage.token {
+        case .given(let given): given.tenantID
+        case .cached(let entry): entry.realm
+        }
+    }
     /// The raw ID token, if one is cached or was returned.
     public var idToken: String? {
-        switch storage.identity {
-        case .given(let idToken, _): idToken
-        case .ofAccountTenant: idTokenClaims?.rawValue
+        switch storage.token {
+        case .given(let given): given.idToken
+        case .cached: idTokenClaims?.rawValue
         }
     }
     /// The claims of the ID token, if one is cached or was returned.
     public var idTokenClaims: IDTokenClaims? {
-        switch storage.identity {
-        case .given(_, let claims): claims
-        case .ofAccountTenant: storage.account.claims(ofTenant: storage.tenantID)
+        switch storage.token {
+        case .given(let given): given.claims
+        case .cached(let entry): storage.account.claims(ofTenant: entry.realm)
         }
     }
     /// The correlation ID of the request that produced the token: for a cache hit, this call's; for
@@ -136,9 +137,10 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         tokenSource: TokenSource, authority: Authority, isExtendedLifetimeToken: Bool = false
     ) {
         storage = Storage(
-            token: .value(accessToken), tokenType: tokenType, expiresOn: expiresOn, scopes: .value(scopes), account: account,
-            tenantID: tenantID, identity: .given(idToken: idToken, claims: idTokenClaims), tokenSource: tokenSource,
-            authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
+            token: .given(Given(
+                accessToken: accessToken, tokenType: tokenType, expiresOn: expiresOn, scopes: scopes, tenantID: tenantID,
+                idToken: idToken, claims: idTokenClaims)),
+            account: account, tokenSource: tokenSource, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
         correlation = .given(correlationID)
     }
 
@@ -150,9 +152,7 @@ public struct AuthenticationResult: Sendable, CustomStringConvertible, CustomRef
         authority: Authority, isExtendedLifetimeToken: Bool
     ) {
         storage = Storage(
-            token: .entry(entry), tokenType: entry.tokenType, expiresOn: entry.expiresOn, scopes: .ofTarget(entry.target),
-            account: account, tenantID: entry.realm, identity: .ofAccountTenant, tokenSource: .cache, authority: authority,
-            isExtendedLifetimeToken: isExtendedLifetimeToken)
+            token: .cached(entry), account: account, tokenSource: .cache, authority: authority, isExtendedLifetimeToken: isExtendedLifetimeToken)
         self.correlation = correlation
     }
 
