@@ -83,17 +83,20 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
     private final class Storage: @unchecked Sendable {
         // @unchecked: the fields change only through `AccessTokenEntry`'s setters, on a storage no
         // other entry references (`isKnownUniquelyReferenced`), so no two threads ever see one change.
-        var homeAccountID: String
+        // First what a cache hit reads (Swift lays out a class's fields in declaration order), in
+        // the cache line of the object's header, which retaining it reads anyway: the expiry, and
+        // the environment its account is checked against.
+        var expiresOn: Date
+        var refreshOn: Date?
         var environment: String
-        var clientID: String
         var realm: String
-        var target: String
         var secret: String
         var tokenType: String
+        var target: String
+        var homeAccountID: String
+        var clientID: String
         var cachedAt: Date
-        var expiresOn: Date
         var extendedExpiresOn: Date?
-        var refreshOn: Date?
         var additionalFields: [String: JSONValue]
 
         init(
