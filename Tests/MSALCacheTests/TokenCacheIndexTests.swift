@@ -59,6 +59,35 @@ struct TokenCacheIndexTests {
             == Self.expected(contents, realm: Sample.tenant, scopes: [])?.secret)
     }
 
+    @Test("A scanned partition's scope masks only narrow the scan: with 174 scopes numbered, masks of 64 bits collide, and every lookup still answers as a scan of the contents does")
+    func maskCollisions() throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        func save(_ entry: AccessTokenEntry) throws {
+            try cache.save(accessToken: entry, refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        }
+        // 24 tokens of the account (a scanned partition), some holding two scopes; 150 other
+        // accounts hold one scope each, so 174 scopes share 64 mask bits.
+        for k in 0..<24 { try save(Sample.accessToken(target: k % 3 == 0 ? "s\(k) t\(k)" : "s\(k)", secret: "AT-\(k)", expiresIn: TimeInterval(3600 + k))) }
+        for j in 0..<150 { try save(Sample.accessToken(home: "other\(j).\(Sample.tenant)", target: "f\(j)", secret: "F-\(j)")) }
+        let contents = try store.readAll()
+        #expect(contents.accessTokens.count == 174)
+        var requests: [ScopeSet] = (0..<24).map { ["s\($0)"] } + (0..<24).map { ["s\($0)", "t\($0)"] } + (0..<150).map { ["f\($0)"] }
+        requests += (0..<24).map { ["s\($0)", "f\($0)"] } + [[]]
+        var found = 0
+        for lookup in [cache, TokenCache(store: store)] {
+            for request in requests {
+                let want = Self.expected(contents, realm: Sample.tenant, scopes: request)
+                let got = try lookup.accessToken(
+                    homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant, clientID: Sample.clientID, scopes: request)
+                #expect(got?.secret == want?.secret, "\(request)")
+                if got != nil { found += 1 }
+            }
+        }
+        // Found: each s alone (24), each s with its t where it has one (8), and the empty request.
+        #expect(found == 2 * (24 + 8 + 1))
+    }
+
     @Test("Tokens saved again under their keys, and removed, in a small and a large partition: the kept index answers as a fresh one and as a scan", arguments: [6, 50])
     func replaceAndRemove(count: Int) throws {
         let store = InMemoryTokenCacheStore()
