@@ -56,7 +56,7 @@ public final class PublicClientApplication: Sendable {
     /// The last scope arrays asked for, each in the slot its storage's address picks, with their
     /// ``RequestScopes``: an app that keeps its scope arrays (constants) finds them here with one
     /// comparison that the arrays' shared storage decides at once, instead of hashing every scope.
-    let recentRequestScopes = Mutex<[(scopes: [String], requested: RequestedScopes)?]>(Array(repeating: nil, count: 64))
+    let recentRequestScopes = Mutex<[(scopes: [String], requested: RequestedScopes)?]>(Array(repeating: nil, count: 256))
     /// Answers of silent requests served from the cache, for requests that repeat while it has not changed.
     let silentHits = SilentHitMemo()
     /// This instance's number, unique in the process: the ``AccountOrigin/application`` of the
@@ -512,7 +512,10 @@ public final class PublicClientApplication: Sendable {
     /// recently, else in ``requestScopes``, else validated and kept.
     /// - Throws: what ``ScopeSet/validatedRequest(_:)`` throws; nothing is kept then.
     func requestScopes(for scopes: [String]) throws(MSALError) -> RequestedScopes {
-        let slot = scopes.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) >> 4 } & 63
+        // The address's bits mixed (Fibonacci hashing: arrays allocated one after another are a
+        // fixed stride apart, which the low bits alone would map to a few slots), top 8 bits kept.
+        let address = UInt(bitPattern: scopes.withUnsafeBufferPointer { $0.baseAddress })
+        let slot = Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> 56)
         // The comparison runs after the lock: equal storage (the same array) decides it at once.
         // Compared byte for byte: an array only canonically equivalent to a valid one (a Kelvin
         // sign for a `K`) must be validated, and refused, on its own.
