@@ -245,10 +245,7 @@ public final class PublicClientApplication: Sendable {
     private func keptHit(_ parameters: SilentTokenParameters, _ probe: SilentHitMemo.Probe) -> AuthenticationResult? {
         guard !parameters.forceRefresh, parameters.claims == nil,
               let (hit, revision) = silentHits.hit(for: probe), (try? cache.revision()) == revision else { return nil }
-        let decision = SilentDecision.decide(
-            expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, now: configuration.clock.approximateNow(),
-            expirationBuffer: configuration.tokenExpirationBuffer, forceRefresh: false)
-        guard decision == .useCached else { return nil }
+        guard hitDecision(expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, forceRefresh: false) == .useCached else { return nil }
         logger.debug("silent request served from the cache for \(pii: parameters.account.identifier)")
         return hit.result
     }
@@ -413,10 +410,8 @@ public final class PublicClientApplication: Sendable {
     ) throws(MSALError) -> AuthenticationResult? {
         guard let found = lookup.found else { return nil }
         let cached = found.entry
-        let decision = SilentDecision.decide(
-            expiresOn: cached.expiresOn, refreshOn: cached.refreshOn, now: configuration.clock.approximateNow(),
-            expirationBuffer: configuration.tokenExpirationBuffer,
-            forceRefresh: parameters.forceRefresh || parameters.claims != nil)
+        let decision = hitDecision(
+            expiresOn: cached.expiresOn, refreshOn: cached.refreshOn, forceRefresh: parameters.forceRefresh || parameters.claims != nil)
         guard decision == .useCached else { return nil }
         let account = parameters.account
         logger.debug("silent request served from the cache for \(pii: account.identifier)")
@@ -429,6 +424,29 @@ public final class PublicClientApplication: Sendable {
         }
         return result
     }
+
+    /// ``SilentDecision/decide(expiresOn:refreshOn:now:expirationBuffer:forceRefresh:)`` for a
+    /// token found in the cache, with the clock's cheap reading (``WallClock/approximateNow()``, a
+    /// few milliseconds behind at most), decided again with ``WallClock/now()`` when the token's
+    /// expiry less the buffer, or its refresh instant, is within a second of that reading: only a
+    /// reading that is behind could serve a token `now()` would refresh, and only at such an instant.
+    /// - Returns: the decision `now()` gives.
+    func hitDecision(expiresOn: Date, refreshOn: Date?, forceRefresh: Bool) -> SilentDecision {
+        let buffer = configuration.tokenExpirationBuffer
+        let approximate = configuration.clock.approximateNow()
+        let decision = SilentDecision.decide(
+            expiresOn: expiresOn, refreshOn: refreshOn, now: approximate, expirationBuffer: buffer, forceRefresh: forceRefresh)
+        guard decision != .refresh else { return decision }
+        let nearExpiry = expiresOn.timeIntervalSince(approximate) - buffer <= Self.approximateClockMargin
+        let nearRefresh = refreshOn.map { $0.timeIntervalSince(approximate) <= Self.approximateClockMargin } ?? false
+        guard nearExpiry || nearRefresh else { return decision }
+        return SilentDecision.decide(
+            expiresOn: expiresOn, refreshOn: refreshOn, now: configuration.clock.now(), expirationBuffer: buffer, forceRefresh: forceRefresh)
+    }
+
+    /// How close to a token's expiry (less the buffer) or refresh instant ``hitDecision(expiresOn:refreshOn:forceRefresh:)``
+    /// reads the exact clock: 1 s, against a coarse clock at most a few timer ticks (4 ms each) behind.
+    static let approximateClockMargin: TimeInterval = 1
 
     /// ``refresh(account:authority:realm:scopes:extraParameters:correlationID:)`` as a `Result`,
     /// the shape ``RefreshCoordinator`` shares between waiting callers.

@@ -10,9 +10,10 @@ public protocol WallClock: Sendable {
     /// The current instant. `Date` is an absolute instant; it has no time zone.
     func now() -> Date
 
-    /// The current instant, or one up to a few milliseconds before it, where that is cheaper to
-    /// read: for decisions with seconds to spare, such as whether a cached access token expires
-    /// within the 5-minute buffer, taken on every cache hit. The default is ``now()``.
+    /// The current instant, or one up to a few milliseconds before it (never after it), where that
+    /// is cheaper to read: for decisions with seconds to spare, such as whether a cached access
+    /// token expires within the 5-minute buffer, taken on every cache hit; a decision near its
+    /// boundary must read ``now()`` again. The default is ``now()``.
     func approximateNow() -> Date
 }
 
@@ -28,9 +29,10 @@ public struct SystemWallClock: WallClock {
     /// Returns `Date()`.
     public func now() -> Date { Date() }
 
-    /// The system's coarse wall clock (`CLOCK_REALTIME_COARSE`, Linux): the time at the last timer
-    /// tick, at most one tick (1–10 ms, 4 ms on Debian's kernels) behind `Date()`, read in about
-    /// 5 ns instead of 28 on a 2-core VM. `Date()` where the coarse clock cannot be read.
+    /// The system's coarse wall clock (`CLOCK_REALTIME_COARSE`, Linux): the time of the last timer
+    /// tick (ticks of 1–10 ms, 4 ms on Debian's kernels), a few milliseconds behind `Date()` (up to
+    /// 4.8 ms measured on a 2-core VM), read in about 5 ns instead of 28. `Date()` where the coarse
+    /// clock cannot be read.
     public func approximateNow() -> Date {
         var time = timespec()
         guard clock_gettime(CLOCK_REALTIME_COARSE, &time) == 0 else { return Date() }

@@ -74,18 +74,29 @@ struct TokenCacheIndexTests {
         #expect(contents.accessTokens.count == 174)
         var requests: [ScopeSet] = (0..<24).map { ["s\($0)"] } + (0..<24).map { ["s\($0)", "t\($0)"] } + (0..<150).map { ["f\($0)"] }
         requests += (0..<24).map { ["s\($0)", "f\($0)"] } + [[]]
-        var found = 0
-        for lookup in [cache, TokenCache(store: store)] {
-            for request in requests {
-                let want = Self.expected(contents, realm: Sample.tenant, scopes: request)
-                let got = try lookup.accessToken(
-                    homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant, clientID: Sample.clientID, scopes: request)
-                #expect(got?.secret == want?.secret, "\(request)")
-                if got != nil { found += 1 }
+        func check(_ contents: TokenCacheContents) throws -> Int {
+            var found = 0
+            for lookup in [cache, TokenCache(store: store)] {
+                for request in requests {
+                    let want = Self.expected(contents, realm: Sample.tenant, scopes: request)
+                    let got = try lookup.accessToken(
+                        homeAccountID: Sample.home, environment: Sample.environment, realm: Sample.tenant, clientID: Sample.clientID, scopes: request)
+                    #expect(got?.secret == want?.secret, "\(request)")
+                    if got != nil { found += 1 }
+                }
             }
+            return found
         }
         // Found: each s alone (24), each s with its t where it has one (8), and the empty request.
-        #expect(found == 2 * (24 + 8 + 1))
+        #expect(try check(contents) == 2 * (24 + 8 + 1))
+        // Removals move the last token (and its mask) into the removed one's place.
+        let removed = [0, 3, 5, 23]
+        try cache.remove(removed.map { k in
+            CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(target: k % 3 == 0 ? "s\(k) t\(k)" : "s\(k)", secret: "").key)
+        })
+        let afterRemovals = try store.readAll()
+        #expect(afterRemovals.accessTokens.count == 170)
+        #expect(try check(afterRemovals) == 2 * (20 + 6 + 1))
     }
 
     @Test("Tokens saved again under their keys, and removed, in a small and a large partition: the kept index answers as a fresh one and as a scan", arguments: [6, 50])

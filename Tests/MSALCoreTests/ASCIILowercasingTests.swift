@@ -62,6 +62,8 @@ struct ASCIILowercasingTests {
         ("σίσυφοσ", "ΣΊΣΥΦΟΣ", true), ("σίσυφος", "ΣΊΣΥΦΟΣ", false), ("k", "\u{212A}", true), ("\u{212A}", "k", false),
         // Canonically equivalent spellings are equal, as `==` has them (the lowercase side non-ASCII too).
         ("é-tenant", "E\u{301}-TENANT", true), ("e\u{301}-tenant", "É-TENANT", true), ("ab\u{37E}", "AB;", true), ("ab\u{37E}", "AB", false),
+        // Non-ASCII on the lowercase side only, inside the first eight bytes and past them.
+        ("abcdefg\u{37E}", "ABCDEFG;", true), ("abcdefghijklmno\u{37E}", "ABCDEFGHIJKLMNO;", true), ("abcdefgh\u{37E}x", "ABCDEFGH;Y", false),
     ])
     func lowercasedComparisonUnicode(lowered: String, given: String, expected: Bool) {
         #expect(lowered.isLowercased(of: given) == (lowered == given.lowercased()))
