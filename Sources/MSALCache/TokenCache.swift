@@ -164,7 +164,7 @@ public final class TokenCache: Sendable {
         guard partitions.cache == number else { return .stale }
         return try withState { state in
             // At the same revision the partitions were not released (that happens at a change).
-            guard state.revision == partitions.revision, !partitions.isReleasedLocked else { return .stale }
+            guard state.revision == partitions.revision, !partitions.isReleased else { return .stale }
             // Read by name, not through a copy of the scope table (which would retain each of its tables).
             guard let wanted = scopes.numbers(in: state.index!.scopeTable.numberingName) ?? state.index!.scopeTable.numberedAndKept(scopes)
             else { return .notFound }  // a scope no token holds
@@ -831,13 +831,7 @@ struct CacheIndex: Sendable {
     /// ``bestAccessToken(in:including:)-(_,ScopeSet)`` with the numbers kept in `scopes`.
     func bestAccessToken(in id: CredentialID, including scopes: RequestScopes) -> AccessTokenEntry? {
         guard let partition = accessTokens[id] else { return nil }
-        return bestAccessToken(in: partition, including: scopes)
-    }
-
-    /// The token of `partition` (one of this index's, or a copy of one taken at this state) whose
-    /// scopes include `scopes` and that expires last.
-    func bestAccessToken(in partition: AccessTokenPartition, including scopes: RequestScopes) -> AccessTokenEntry? {
-        scopeTable.withIDs(of: scopes) { wanted in
+        return scopeTable.withIDs(of: scopes) { wanted in
             guard let wanted else { return nil }  // a scope no token holds
             return Self.best(in: partition, including: wanted)
         }
@@ -1110,17 +1104,14 @@ package final class AccountTokenPartitions: @unchecked Sendable {
         count = partitions.count
     }
 
-    /// Whether the partitions were released; for the cache that took them, under its lock.
-    var isReleasedLocked: Bool { partitions == nil }
-
     /// Calls `body` with the partitions (none once released); for the cache that took them, under its lock.
     func withLockedPartitions<T>(_ body: (UnsafeBufferPointer<Partition>) -> T) -> T {
         guard partitions != nil else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
         return partitions!.withUnsafeBufferPointer { body($0) }
     }
 
-    /// Whether the partitions were released (the cache that took them changed since). For tests;
-    /// reads without the cache's lock, so only once that cache is no longer in use elsewhere.
+    /// Whether the partitions were released (the cache that took them changed since). Read by that
+    /// cache under its lock; by tests without it, so only once that cache is no longer in use elsewhere.
     package var isReleased: Bool { partitions == nil }
 
     /// Drops the partitions; called by the cache that took them, under its lock.
