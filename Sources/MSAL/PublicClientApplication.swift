@@ -889,7 +889,7 @@ public final class PublicClientApplication: Sendable {
     /// until it changes.
     /// - Parameter checkingStore: `false` right after a lookup that checked the store (a cache hit).
     func account(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> Account? {
-        let key = DerivedValueKey(kind: "account", homeAccountID, environment)
+        let key = Self.accountKey(homeAccountID: homeAccountID, environment: environment)
         return try cache.derivedValue(for: key, checkingStore: checkingStore) { () throws(MSALError) -> Account? in
             // Read before the lookups, so the stamp is never newer than the state they see (an
             // account stamped with the current revision is then that state's account).
@@ -901,6 +901,55 @@ public final class PublicClientApplication: Sendable {
             let partitions = try cache.tokenPartitions(homeAccountID: homeAccountID, environment: environment, checkingStore: false)
             return makeAccount(profiles, origin: origin, tokenPartitions: partitions)
         }
+    }
+
+    /// The key under which the cache keeps the assembled account (an `Account?`) of a home account
+    /// in an environment (``account(homeAccountID:environment:checkingStore:)``).
+    static func accountKey(homeAccountID: String, environment: String) -> DerivedValueKey {
+        DerivedValueKey(kind: "account", homeAccountID, environment)
+    }
+
+    /// The account right after a save that left the account's entries as they were and replaced
+    /// at most its ID token in `realm`: `previous` (the account kept at the revision the save was
+    /// applied on) with that tenant profile's claims replaced by `claims`, stamped with the
+    /// revision the save made and holding the access token partitions of that state. It is what
+    /// ``account(homeAccountID:environment:checkingStore:)`` would assemble at that revision
+    /// (every other profile, the username and the identifiers come from entries the save did not
+    /// touch), without reading every profile and its ID token again; it is kept for later calls.
+    /// - Parameters:
+    ///   - previous: ``TokenCache/keptDerivedValue(for:as:)`` for `key`, read before the save.
+    ///   - saved: what the save did.
+    ///   - key: ``accountKey(homeAccountID:environment:)`` of the account.
+    ///   - realm: the realm of the saved ID token.
+    ///   - claims: the saved ID token's claims; `nil` when the save wrote no ID token.
+    /// - Returns: the account, or `nil` when it must be assembled: nothing was kept at the save's
+    ///   revision, another writer changed the store, an account entry changed, or the account has
+    ///   no single profile in `realm`.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    func account(
+        _ previous: (value: Account?, revision: UInt64)?, after saved: SaveOutcome, key: DerivedValueKey, realm: String,
+        claims: IDTokenClaims?
+    ) throws(MSALError) -> Account? {
+        guard let previous, let old = previous.value, let revisions = saved.revisions,
+              revisions.before == previous.revision, saved.accountUnchanged else { return nil }
+        var profiles = old.tenantProfiles
+        if let claims {
+            // The index keys profiles by the lowercased realm: so does this.
+            let lowercasedRealm = realm.lowercasedIfNeeded()
+            let matching = profiles.indices.filter { profiles[$0].tenantID.lowercasedIfNeeded() == lowercasedRealm }
+            guard matching.count == 1, let index = matching.first else { return nil }
+            let profile = profiles[index]
+            profiles[index] = TenantProfile(
+                identifier: profile.identifier, tenantID: profile.tenantID, environment: profile.environment,
+                isHomeTenant: profile.isHomeTenant, claims: claims)
+        }
+        let partitions = try cache.tokenPartitions(homeAccountID: key.first, environment: key.second, checkingStore: false)
+        guard partitions.revision == revisions.after else { return nil }
+        let account = Account(
+            identifier: old.identifier, username: old.username, environment: old.environment, tenantProfiles: profiles,
+            origin: AccountOrigin(application: instanceNumber, revision: revisions.after), tokenPartitions: partitions)
+        cache.keepDerivedValue(Optional(account), for: key, revision: revisions.after)
+        return account
     }
 
     /// The claims of an ID token, decoded once per JWT (kept in ``sharedIDTokenClaims``); `nil` when it

@@ -154,7 +154,10 @@ extension PublicClientApplication {
                 authorityType: Self.cacheAuthorityType(authority.type))
         }
         let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
-        try cache.save(
+        // The account as kept before the save: after it, updated rather than assembled again.
+        let accountKey = Self.accountKey(homeAccountID: homeAccountID, environment: environment)
+        let previousAccount = cache.keptDerivedValue(for: accountKey, as: Account?.self)
+        let saved = try cache.save(
             accessToken: accessToken, accessTokenScopes: granted, refreshToken: refreshToken, idToken: idToken,
             account: accountEntry, appMetadata: appMetadata)
         if context.expectedHomeAccountID == nil {
@@ -166,7 +169,10 @@ extension PublicClientApplication {
         if cachedIDToken == nil {
             cachedIDToken = try cache.idToken(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)?.secret
         }
-        let account = try self.account(homeAccountID: homeAccountID, environment: environment)
+        var assembled = try account(
+            previousAccount, after: saved, key: accountKey, realm: realm, claims: idToken == nil ? nil : newClaims)
+        if assembled == nil { assembled = try self.account(homeAccountID: homeAccountID, environment: environment) }
+        let account = assembled
             ?? Account(identifier: homeAccountID, username: newClaims?.preferredUsername, environment: environment, tenantProfiles: [])
         let result = AuthenticationResult(
             accessToken: response.accessToken, tokenType: response.tokenType, expiresOn: accessToken.expiresOn,

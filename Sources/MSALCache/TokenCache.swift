@@ -344,6 +344,30 @@ public final class TokenCache: Sendable {
         try withState { state in state.revision }
     }
 
+    /// The value kept for `key` by ``derivedValue(for:checkingStore:_:)``, without building it and
+    /// without asking the store whether it changed, with the ``revision()`` it holds at.
+    /// - Returns: the value and revision, or `nil` when none of type `Value` is kept.
+    package func keptDerivedValue<Value: Sendable>(for key: DerivedValueKey, as type: Value.Type = Value.self) -> (value: Value, revision: UInt64)? {
+        state.withLock { state in
+            guard state.index != nil, let box = state.derived[key] as? DerivedValueBox<Value> else { return nil }
+            return (box.value, state.revision)
+        }
+    }
+
+    /// Keeps `value` for `key` (as ``derivedValue(for:checkingStore:_:)`` would have built it) when
+    /// the cache is still at `revision`; otherwise does nothing.
+    /// - Parameters:
+    ///   - value: the value `derivedValue` would build at `revision`.
+    ///   - key: names the value.
+    ///   - revision: the revision `value` describes.
+    package func keepDerivedValue<Value: Sendable>(_ value: Value, for key: DerivedValueKey, revision: UInt64) {
+        state.withLock { state in
+            guard state.revision == revision, state.index != nil else { return }
+            if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
+            state.derived[key] = DerivedValueBox(value)
+        }
+    }
+
     /// ``revision()`` as last seen, without asking the store whether it changed since (no file
     /// `stat`, no SQLite call). Read before lookups, it is a revision no later than the state they
     /// see: an answer computed from them and kept under it is found again only if nothing changed.
@@ -393,6 +417,8 @@ public final class TokenCache: Sendable {
     /// handler has), so they are not parsed again.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read or written; then
     ///   nothing was saved.
+    /// - Returns: what the save did to this cache's state (``SaveOutcome``).
+    @discardableResult
     package func save(
         accessToken: AccessTokenEntry?,
         accessTokenScopes: ScopeSet?,
@@ -400,14 +426,16 @@ public final class TokenCache: Sendable {
         idToken: IDTokenEntry?,
         account: AccountEntry?,
         appMetadata: AppMetadataEntry?
-    ) throws(MSALError) {
-        try withState { state throws(MSALError) in
+    ) throws(MSALError) -> SaveOutcome {
+        try withState { state throws(MSALError) -> SaveOutcome in
             // The change is planned on a copy of the index in a scope of its own, released before
             // the change is applied to the index in place: alive then, it would make the index
             // copy every table the change touches (the whole cache, on every refresh).
             let change: TokenCacheChange
+            let before = state.revision
+            var accountUnchanged = account == nil
             do {
-                guard let index = state.index else { return }
+                guard let index = state.index else { return SaveOutcome(revisions: nil, accountUnchanged: false) }
                 var upserts: [(key: String, entry: CacheEntry)] = []
                 var removals = Set<CacheEntryRemoval>()
                 if let accessToken {
@@ -451,6 +479,8 @@ public final class TokenCache: Sendable {
                         if key != newKey { removals.insert(CacheEntryRemoval(kind: .account, key: key)) }
                     }
                     if account.accountSource == nil { account.accountSource = replacedSource }
+                    // Written even when unchanged: a concurrent writer may have removed it.
+                    accountUnchanged = !removals.contains { $0.kind == .account } && index.contents.accounts[newKey] == account
                     upserts.append((newKey, .account(account)))
                 }
                 if let appMetadata {
@@ -467,7 +497,8 @@ public final class TokenCache: Sendable {
                     keyedUpserts: upserts,
                     removals: removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) })
             }
-            try commit(change, &state)
+            let applied = try commit(change, &state)
+            return SaveOutcome(revisions: applied ? (before, state.revision) : nil, accountUnchanged: accountUnchanged)
         }
     }
 
@@ -520,7 +551,7 @@ public final class TokenCache: Sendable {
     ///   was removed.
     public func remove(_ removals: [CacheEntryRemoval]) throws(MSALError) {
         try withState { state throws(MSALError) in
-            try commit(TokenCacheChange(removals: removals), &state)
+            _ = try commit(TokenCacheChange(removals: removals), &state)
         }
     }
 
@@ -559,8 +590,11 @@ public final class TokenCache: Sendable {
     }
 
     /// Applies `change` to the store, then to the index if nobody else changed the store meanwhile.
-    private func commit(_ change: TokenCacheChange, _ state: inout State) throws(MSALError) {
-        guard !change.isEmpty else { return }
+    /// - Returns: whether the index holds exactly its state before plus `change` (`true` for an
+    ///   empty change); `false` when it was dropped, to be loaded again.
+    @discardableResult
+    private func commit(_ change: TokenCacheChange, _ state: inout State) throws(MSALError) -> Bool {
+        guard !change.isEmpty else { return true }
         let stamps: AppliedChangeStamps
         do throws(MSALError) {
             stamps = try store.applyReportingStamps(change)
@@ -570,7 +604,8 @@ public final class TokenCache: Sendable {
             throw error
         }
         state.releaseHandedOutPartitions()
-        if stamps.before == state.stamp, state.index != nil {
+        let applied = stamps.before == state.stamp && state.index != nil
+        if applied {
             state.index!.apply(change)
             state.stamp = stamps.after
         } else {
@@ -578,7 +613,23 @@ public final class TokenCache: Sendable {
         }
         state.indexChanged()
         logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
+        return applied
     }
+}
+
+/// What ``TokenCache/save(accessToken:accessTokenScopes:refreshToken:idToken:account:appMetadata:)``
+/// did, for a caller that keeps values derived from the cache's state (an account): with
+/// ``revisions`` and ``accountUnchanged`` it may update such a value instead of deriving it again.
+package struct SaveOutcome: Sendable {
+    /// The ``TokenCache/revision()`` the change was planned and applied on, and the one it made:
+    /// the state at `after` is exactly the state at `before` plus the change (equal revisions when
+    /// nothing changed). `nil` when the cache had no state to apply it to, or another writer
+    /// changed the store meanwhile (the state is then loaded again).
+    package let revisions: (before: UInt64, after: UInt64)?
+    /// Whether no account entry was given, or the one given (with its `account_source` filled from
+    /// the entry it replaces) was already stored under its key, the only entry of its realm: the
+    /// accounts' entries are then the same as before the save.
+    package let accountUnchanged: Bool
 }
 
 /// Names a value kept by `TokenCache.derivedValue(for:_:)`: a kind and up to
@@ -1089,7 +1140,7 @@ package final class AccountTokenPartitions: @unchecked Sendable {
     /// The number of the cache that took them.
     let cache: UInt64
     /// That cache's revision when it took them.
-    let revision: UInt64
+    package let revision: UInt64
     /// How many partitions (realm and client ID pairs) the account had.
     package let count: Int
     /// The partitions; `nil` once released. Read and written only under the lock of the cache
