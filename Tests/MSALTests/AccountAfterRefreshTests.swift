@@ -1,8 +1,10 @@
 import Foundation
 @testable import MSAL
 import MSALCache
+import MSALCacheSQLite
 import MSALCore
 import MSALTestSupport
+import Synchronization
 import Testing
 
 @Suite("The account a token response's result carries is the account the cache holds after the save")
@@ -78,25 +80,33 @@ struct AccountAfterRefreshTests {
         Self.expectSame(result.account, try #require(try fixture.application().allAccounts().first))
     }
 
-    @Test("After another writer changed the store, the result's account is assembled from what it wrote too")
-    func anotherWriter() async throws {
+    @Test("When another writer changes the store while the refresh is at the provider, the result's account has what it wrote too")
+    func anotherWriterDuringRefresh() async throws {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
-        let guestTenant = "99999999-0000-4000-8000-000000000099"
-        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: guestTenant)
         let application = try fixture.application()
         let signIn = try await fixture.signIn(application)
-        #expect(signIn.account.tenantProfiles.count == 1)
-        // Another process signs the user in to the guest tenant.
-        let other = try fixture.application()
-        let guest = try Authority(fixture.provider.authority(tenant: guestTenant), type: .aad)
-        _ = try await other.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
+        #expect(try application.allAccounts().first?.tenantProfiles.count == 1)
+        // While the provider answers the refresh, another process writes the user's entry in a
+        // guest tenant.
+        let guestEntry = AccountEntry(
+            homeAccountID: signIn.account.identifier, environment: signIn.account.environment,
+            realm: "99999999-0000-4000-8000-000000000099", localAccountID: "guest-object-id",
+            username: LocalIdentityProvider.demoUser.username)
+        let cachePath = fixture.cachePath
+        let written = Mutex(false)
+        fixture.provider.onStateChange {
+            guard !written.withLock({ $0 }) else { return }
+            try? SQLiteTokenCacheStore(path: cachePath).apply(TokenCacheChange(upserts: [.account(guestEntry)]))
+            written.withLock { $0 = true }
+        }
 
         fixture.clock.advance(by: 60)
         var parameters = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
         parameters.forceRefresh = true
         let result = try await application.acquireTokenSilent(with: parameters)
-        #expect(result.account.tenantProfiles.count == 2)
+        #expect(written.withLock { $0 })
+        #expect(result.account.tenantProfiles.map(\.tenantID).contains(guestEntry.realm))
         Self.expectSame(result.account, try #require(try fixture.application().allAccounts().first))
     }
 }
