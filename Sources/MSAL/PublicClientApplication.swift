@@ -50,6 +50,10 @@ public final class PublicClientApplication: Sendable {
     /// account's refreshes bring the same one each time. At most 4,096 kept; dropped, as
     /// ``sharedIDTokenClaims`` are, by ``remove(account:)``.
     static let sharedClientInfos = KeptValues<String, ClientInfo>(limit: 4_096)
+    /// The scopes a token response's `scope` grants, less the reserved OIDC scopes, and their
+    /// space-joined `target`, by the exact `scope` string: a provider answers an app's refreshes
+    /// with the same string again and again. At most 1,024 kept.
+    let grantedScopes = KeptValues<ExactStrings, GrantedScopes>(limit: 1_024)
     /// ``ScopeSet/validatedRequest(_:)`` of the scope arrays silent requests pass, by array, with
     /// the numbers the cache's index gave them (see ``RequestScopes``).
     let requestScopes = KeptValues<ExactStrings, RequestedScopes>(limit: 1_024)
@@ -992,6 +996,17 @@ extension MSALError {
         var error = self
         error.correlationID = correlationID
         return error
+    }
+}
+
+/// What a token response's `scope` grants (less the reserved OIDC scopes) and its `target`.
+struct GrantedScopes: Sendable {
+    let scopes: ScopeSet
+    let target: String
+
+    init(_ scopes: ScopeSet) {
+        self.scopes = scopes
+        target = scopes.joined
     }
 }
 

@@ -119,12 +119,19 @@ extension PublicClientApplication {
         // The reserved OIDC scopes are left out of the access token's target (MSAL for iOS/macOS does
         // the same): every token carries them, so keeping them would make every pair of tokens
         // "intersect" and each save would evict the account's other access tokens.
-        let granted = (response.scope.map { ScopeSet(spaceDelimited: $0) } ?? context.requestedScopes)
-            .subtracting(ScopeSet.reservedOIDCScopes)
+        let grantedScopes: GrantedScopes
+        if let scope = response.scope {
+            grantedScopes = self.grantedScopes.value(for: ExactStrings([scope])) {
+                GrantedScopes(ScopeSet(spaceDelimited: scope).subtracting(ScopeSet.reservedOIDCScopes))
+            }
+        } else {
+            grantedScopes = GrantedScopes(context.requestedScopes.subtracting(ScopeSet.reservedOIDCScopes))
+        }
+        let granted = grantedScopes.scopes
         let expiresIn = response.expiresIn ?? 3600
         let accessToken = AccessTokenEntry(
             homeAccountID: homeAccountID, environment: environment, clientID: clientID, realm: realm,
-            target: granted.joined, secret: response.accessToken, tokenType: response.tokenType,
+            target: grantedScopes.target, secret: response.accessToken, tokenType: response.tokenType,
             cachedAt: now, expiresOn: now.addingTimeInterval(expiresIn),
             extendedExpiresOn: now.addingTimeInterval(response.extendedExpiresIn ?? expiresIn),
             refreshOn: response.refreshIn.map { now.addingTimeInterval($0) })

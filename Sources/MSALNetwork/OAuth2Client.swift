@@ -79,9 +79,9 @@ public struct OAuth2Client: Sendable {
         var parameters = extraParameters
         parameters["client_id"] = clientID
         parameters["scope"] = scopes.joined
-        let (object, response, host) = try await post(endpoint, parameters, "device authorization endpoint", correlationID)
+        let (object, response) = try await post(endpoint, parameters, "device authorization endpoint", correlationID)
         let correlation = ServerResponse.correlationID(object, response, requestCorrelationID: correlationID)
-        return try DeviceAuthorizationResponse(json: object, host: host, status: response.statusCode, correlationID: correlation)
+        return try DeviceAuthorizationResponse(json: object, host: Self.host(of: endpoint), status: response.statusCode, correlationID: correlation)
     }
 
     /// Redeems a device code at the token endpoint: one poll of the device authorization grant
@@ -139,9 +139,9 @@ public struct OAuth2Client: Sendable {
     }
 
     private func token(_ endpoint: URL, _ parameters: [String: String], _ correlationID: String) async throws(MSALError) -> TokenResponse {
-        let (object, response, host) = try await post(endpoint, parameters, "token endpoint", correlationID)
+        let (object, response) = try await post(endpoint, parameters, "token endpoint", correlationID)
         let correlation = ServerResponse.correlationID(object, response, requestCorrelationID: correlationID)
-        return try TokenResponse(json: object, host: host, status: response.statusCode, correlationID: correlation)
+        return try TokenResponse(json: object, host: Self.host(of: endpoint), status: response.statusCode, correlationID: correlation)
     }
 
     private func post(
@@ -149,21 +149,25 @@ public struct OAuth2Client: Sendable {
         _ parameters: [String: String],
         _ name: String,
         _ correlationID: String
-    ) async throws(MSALError) -> ([String: JSONValue], HTTPResponse, String) {
-        let host = endpoint.host ?? endpoint.absoluteString
+    ) async throws(MSALError) -> ([String: JSONValue], HTTPResponse) {
+        // Read only for a message (a URL's host costs more than the rest of building the request).
+        func host() -> String { Self.host(of: endpoint) }
         let request = HTTPRequest.formPost(url: endpoint, parameters: parameters, headers: Self.standardHeaders(correlationID: correlationID))
-        logger.debug("POST \(name) \(host)\(parameters["grant_type"].map { " (grant_type \($0))" } ?? ""), correlation ID \(correlationID)")
+        logger.debug("POST \(name) \(host())\(parameters["grant_type"].map { " (grant_type \($0))" } ?? ""), correlation ID \(correlationID)")
         let started = Date()
         let response: HTTPResponse
         do {
             response = try await transport.send(request)
         } catch {
-            logger.debug("\(name) \(host) failed: \(error.codeString)")
+            logger.debug("\(name) \(host()) failed: \(error.codeString)")
             throw error
         }
-        logger.debug("\(name) \(host) answered HTTP \(response.statusCode) in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
+        logger.debug("\(name) \(host()) answered HTTP \(response.statusCode) in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
         let object = try ServerResponse.jsonObject(
-            response, endpoint: name, host: host, requestCorrelationID: correlationID, now: clock.now())
-        return (object, response, host)
+            response, endpoint: name, host: host(), requestCorrelationID: correlationID, now: clock.now())
+        return (object, response)
     }
+
+    /// The endpoint's host, or the whole URL when it has none: how messages name it.
+    private static func host(of endpoint: URL) -> String { endpoint.host ?? endpoint.absoluteString }
 }

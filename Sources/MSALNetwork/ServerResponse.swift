@@ -18,7 +18,7 @@ enum ServerResponse {
     /// - Parameters:
     ///   - response: what the endpoint answered.
     ///   - endpoint: how messages name the endpoint, e.g. `token endpoint`.
-    ///   - host: the endpoint's host, for messages.
+    ///   - host: the endpoint's host, for messages (read only when one is made).
     ///   - requestCorrelationID: the `client-request-id` that was sent, the last fallback for
     ///     ``MSALError/correlationID``.
     ///   - now: when the response arrived; the reference for an HTTP-date `Retry-After` when the
@@ -33,7 +33,7 @@ enum ServerResponse {
     static func jsonObject(
         _ response: HTTPResponse,
         endpoint: String,
-        host: String,
+        host: @autoclosure () -> String,
         requestCorrelationID: String?,
         now: Date = Date()
     ) throws(MSALError) -> [String: JSONValue] {
@@ -45,7 +45,7 @@ enum ServerResponse {
         func invalid(_ what: String) -> MSALError {
             MSALError(
                 .serverError, internalCode: .invalidResponse,
-                message: "The \(endpoint) (\(host)) answered HTTP \(status) \(what).",
+                message: "The \(endpoint) (\(host())) answered HTTP \(status) \(what).",
                 correlationID: fallbackCorrelationID, httpStatusCode: status, retryAfter: retryAfter
             )
         }
@@ -62,7 +62,7 @@ enum ServerResponse {
         if let oauthError = object["error"]?.stringValue, !oauthError.isEmpty {
             let description = object["error_description"]?.stringValue
             let code: MSALError.Code = interactionRequiredErrors.contains(oauthError) ? .interactionRequired : .serverError
-            var message = "The \(endpoint) (\(host)) answered HTTP \(status) with error '\(oauthError)'"
+            var message = "The \(endpoint) (\(host())) answered HTTP \(status) with error '\(oauthError)'"
             if let description, !description.isEmpty {
                 message += ": " + (description.count > 500 ? String(description.prefix(500)) + "…" : description)
             } else {

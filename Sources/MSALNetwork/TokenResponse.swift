@@ -70,9 +70,9 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
 
     /// Reads the fields of a 2xx answer.
     /// - Throws: ``MSALError`` `.serverError` with `.invalidResponse` when `access_token` is missing.
-    init(json object: [String: JSONValue], host: String, status: Int, correlationID: String?) throws(MSALError) {
+    init(json object: [String: JSONValue], host: @autoclosure () -> String, status: Int, correlationID: String?) throws(MSALError) {
         guard let accessToken = object.string("access_token") else {
-            throw ServerResponse.missingField("access_token", endpoint: "token endpoint", host: host, status: status, correlationID: correlationID)
+            throw ServerResponse.missingField("access_token", endpoint: "token endpoint", host: host(), status: status, correlationID: correlationID)
         }
         self.init(
             accessToken: accessToken,
