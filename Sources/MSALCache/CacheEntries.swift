@@ -24,26 +24,61 @@ func credentialKey(
     homeAccountID: String, environment: String, credentialType: String,
     clientOrFamilyID: String, realm: String, target: String
 ) -> String {
-    let parts = [homeAccountID, environment, credentialType, clientOrFamilyID, realm, target]
-    let count = parts.reduce(parts.count - 1) { $0 + $1.utf8.count }
-    // ASCII (identifiers, hosts, most scopes): one allocation, lowercased while written.
+    let count = homeAccountID.utf8.count + environment.utf8.count + credentialType.utf8.count + clientOrFamilyID.utf8.count
+        + realm.utf8.count + target.utf8.count + 5
+    // ASCII (identifiers, hosts, most scopes): one allocation, lowercased while written from each
+    // part's contiguous bytes.
     let ascii = String(unsafeUninitializedCapacity: count) { buffer -> Int in
         var position = 0
-        for (index, part) in parts.enumerated() {
+        func write(_ part: String, dash: Bool) -> Bool {
+            if dash {
+                buffer[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            var part = part
+            return part.withUTF8 { bytes in
+                for byte in bytes {
+                    guard byte < 0x80 else { return false }
+                    buffer[position] = byte.asciiLowercased
+                    position += 1
+                }
+                return true
+            }
+        }
+        guard write(homeAccountID, dash: false), write(environment, dash: true), write(credentialType, dash: true),
+              write(clientOrFamilyID, dash: true), write(realm, dash: true), write(target, dash: true) else { return 0 }
+        return position
+    }
+    if ascii.utf8.count == count { return ascii }
+    return [homeAccountID, environment, credentialType, clientOrFamilyID, realm, target].joined(separator: "-").lowercased()
+}
+
+/// `<first>-<second>-<third>`, lowercased: the key of an account (home account ID, environment,
+/// realm) or of app metadata (`appmetadata`, environment, client ID) in MSAL's unified schema.
+func lowercasedKey(_ first: String, _ second: String, _ third: String) -> String {
+    let count = first.utf8.count + second.utf8.count + third.utf8.count + 2
+    // ASCII: one allocation, lowercased while written (see `credentialKey`).
+    let ascii = String(unsafeUninitializedCapacity: count) { buffer -> Int in
+        var position = 0
+        for (index, var part) in [first, second, third].enumerated() {
             if index > 0 {
                 buffer[position] = UInt8(ascii: "-")
                 position += 1
             }
-            for byte in part.utf8 {
-                guard byte < 0x80 else { return 0 }
-                buffer[position] = byte.asciiLowercased
-                position += 1
+            let isASCII = part.withUTF8 { bytes in
+                for byte in bytes {
+                    guard byte < 0x80 else { return false }
+                    buffer[position] = byte.asciiLowercased
+                    position += 1
+                }
+                return true
             }
+            guard isASCII else { return 0 }
         }
         return position
     }
     if ascii.utf8.count == count { return ascii }
-    return parts.joined(separator: "-").lowercased()
+    return [first, second, third].joined(separator: "-").lowercased()
 }
 
 /// A credential entry (access, refresh or ID token) whose `description`, `debugDescription` and
@@ -438,7 +473,7 @@ public struct AccountEntry: Sendable, Hashable {
     }
 
     /// The entry's key in MSAL's unified schema, lowercased: `<home_account_id>-<environment>-<realm>`.
-    public var key: String { [homeAccountID, environment, realm].joined(separator: "-").lowercased() }
+    public var key: String { lowercasedKey(homeAccountID, environment, realm) }
 }
 
 /// Per-application metadata: an entry of the `AppMetadata` section.
@@ -463,7 +498,7 @@ public struct AppMetadataEntry: Sendable, Hashable {
     }
 
     /// The entry's key in MSAL's unified schema, lowercased: `appmetadata-<environment>-<client_id>`.
-    public var key: String { ["appmetadata", environment, clientID].joined(separator: "-").lowercased() }
+    public var key: String { lowercasedKey("appmetadata", environment, clientID) }
 }
 
 /// Any one cache entry, tagged with its section.

@@ -105,6 +105,13 @@ struct TokenCacheContentsTests {
         #expect(Sample.idToken(home: "H.T", realm: "TENANT", clientID: "CID", secret: "s").key == "h.t-login.microsoftonline.com-idtoken-cid-tenant-")
         #expect(Sample.account(home: "H.T", realm: "TENANT").key == "h.t-login.microsoftonline.com-tenant")
         #expect(AppMetadataEntry(clientID: "CID", environment: "Login.Example").key == "appmetadata-login.example-cid")
+        // Non-ASCII parts are lowercased in full; empty parts keep their dashes.
+        #expect(Sample.account(home: "", realm: "TÉNANT").key == "-login.microsoftonline.com-ténant")
+        #expect(Sample.account(home: "H.T", realm: "").key == "h.t-login.microsoftonline.com-")
+        #expect(AppMetadataEntry(clientID: "CÍD", environment: "Login.Example").key == "appmetadata-login.example-cíd")
+        #expect(Sample.accessToken(home: "H.T", realm: "TENANT", clientID: "CID", target: "Ünïcode.Read", secret: "s").key
+            == "h.t-login.microsoftonline.com-accesstoken-cid-tenant-ünïcode.read")
+        #expect(Sample.idToken(home: "", realm: "", clientID: "", secret: "s").key == "-login.microsoftonline.com-idtoken---")
         #expect(CacheEntry.idToken(Sample.idToken(secret: "s")).kind == .idToken)
         #expect(at.scopes == ["mail.read", "user.read"])
     }
