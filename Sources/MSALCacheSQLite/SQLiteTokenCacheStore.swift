@@ -506,13 +506,28 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         // The journal mode is kept in the file: once one connection has switched it to WAL, others
         // only read it (switching needs the database to itself, which many processes opening a new
         // file at once would otherwise all wait for).
-        let current = try connection.statement("PRAGMA journal_mode", doing: doing)
-        let isWAL = try current.step() && current.text(0).lowercased() == "wal"
-        current.reset()
-        if !isWAL {
-            let mode = try connection.statement("PRAGMA journal_mode = WAL", doing: "switching the token cache to WAL")
-            _ = try mode.step()
-            mode.reset()
+        //
+        // The switch reads the file, then asks for the write lock. When another connection holds
+        // it (another process switching the same new file at the same moment), SQLite answers that
+        // upgrade SQLITE_BUSY at once, without calling the busy handler (waiting while holding a
+        // read lock could deadlock). So a busy switch is tried again, the mode read again first,
+        // with the busy handler's pauses until the busy timeout.
+        let wait = BusyWait(timeout: connection.busyTimeout)
+        var attempt: Int32 = 0
+        while true {
+            let current = try connection.statement("PRAGMA journal_mode", doing: doing)
+            let isWAL = try current.step() && current.text(0).lowercased() == "wal"
+            current.reset()
+            if isWAL { break }
+            do throws(MSALError) {
+                let mode = try connection.statement("PRAGMA journal_mode = WAL", doing: "switching the token cache to WAL")
+                defer { mode.reset() }
+                _ = try mode.step()
+                break
+            } catch {
+                guard connection.lastFailureCode & 0xFF == SQLITE_BUSY, wait.shouldRetry(after: attempt) else { throw error }
+                attempt += 1
+            }
         }
         if hasSchema { return }
         try connection.transaction(immediate: true, doing: "creating the token cache schema") { () throws(MSALError) in

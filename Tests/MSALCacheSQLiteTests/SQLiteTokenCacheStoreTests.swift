@@ -287,6 +287,52 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try stores[0].readAll().accessTokens.count == stores.count)
     }
 
+    @Test("Opening a new file while another process is also switching it to WAL waits for it, though SQLite answers busy at once there")
+    func walSwitchWaitsForWriter() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        // A new database (not yet WAL) where another connection holds the write lock, as a process
+        // switching the file to WAL at the same moment does. The switch reads the file first, then
+        // asks for the write lock: SQLite answers that upgrade SQLITE_BUSY at once, without calling
+        // the busy handler (waiting there could deadlock).
+        var db: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        defer { sqlite3_close_v2(db) }
+        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        // The connection is used by one thread at a time: here, then by the releasing thread only.
+        struct Connection: @unchecked Sendable { let handle: OpaquePointer? }
+        let reader = Connection(handle: db)
+        let released = Atomic<Bool>(false)
+        let releasing = Thread {
+            usleep(300_000)
+            released.store(true, ordering: .releasing)
+            sqlite3_exec(reader.handle, "COMMIT", nil, nil, nil)
+        }
+        releasing.start()
+        let store = try SQLiteTokenCacheStore(path: path, busyTimeout: 5)
+        let openedAfterRelease = released.load(ordering: .acquiring)
+        #expect(openedAfterRelease, "the store opened once the other connection was done")
+        try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "a.t", secret: "AT"))]))
+        #expect(try SQLiteTokenCacheStore(path: path).readAll().accessTokens.count == 1)
+    }
+
+    @Test("Opening a new file whose write lock another connection keeps fails after the busy timeout, with a clear error")
+    func walSwitchTimesOut() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        var db: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        defer { sqlite3_close_v2(db) }
+        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        let started = ContinuousClock.now
+        let error = #expect(throws: MSALError.self) { try SQLiteTokenCacheStore(path: path, busyTimeout: 0.3) }
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        #expect(error?.internalCode == .cacheError)
+        #expect(error?.message.contains("busy timeout (0.3 s)") == true)
+        #expect(error?.message.contains("switching the token cache to WAL") == true)
+        sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+    }
+
     @Test("An empty (0-byte) file is a new cache, not a damaged one")
     func emptyFile() throws {
         let directory = try TemporaryDirectory()
