@@ -474,6 +474,24 @@ public struct AccountEntry: Sendable, Hashable {
 
     /// The entry's key in MSAL's unified schema, lowercased: `<home_account_id>-<environment>-<realm>`.
     public var key: String { lowercasedKey(homeAccountID, environment, realm) }
+
+    /// Whether every field has the same UTF-8 bytes as `other`'s (`==` holds canonically equivalent
+    /// strings equal, as `String` does) and neither has additional fields: what a value assembled
+    /// from one entry may be kept for the other by.
+    func hasSameUTF8(as other: AccountEntry) -> Bool {
+        func same(_ a: String?, _ b: String?) -> Bool {
+            switch (a, b) {
+            case (nil, nil): true
+            case (let a?, let b?): a.utf8.elementsEqual(b.utf8)
+            default: false
+            }
+        }
+        return additionalFields.isEmpty && other.additionalFields.isEmpty
+            && same(homeAccountID, other.homeAccountID) && same(environment, other.environment) && same(realm, other.realm)
+            && same(localAccountID, other.localAccountID) && same(username, other.username)
+            && same(authorityType, other.authorityType) && same(accountSource, other.accountSource) && same(name, other.name)
+            && same(givenName, other.givenName) && same(familyName, other.familyName)
+    }
 }
 
 /// Per-application metadata: an entry of the `AppMetadata` section.

@@ -480,7 +480,8 @@ public final class TokenCache: Sendable {
                     }
                     if account.accountSource == nil { account.accountSource = replacedSource }
                     // Written even when unchanged: a concurrent writer may have removed it.
-                    accountUnchanged = !removals.contains { $0.kind == .account } && index.contents.accounts[newKey] == account
+                    accountUnchanged = !removals.contains { $0.kind == .account }
+                        && index.contents.accounts[newKey].map { $0.hasSameUTF8(as: account) } == true
                     upserts.append((newKey, .account(account)))
                 }
                 if let appMetadata {
@@ -627,8 +628,9 @@ package struct SaveOutcome: Sendable {
     /// changed the store meanwhile (the state is then loaded again).
     package let revisions: (before: UInt64, after: UInt64)?
     /// Whether no account entry was given, or the one given (with its `account_source` filled from
-    /// the entry it replaces) was already stored under its key, the only entry of its realm: the
-    /// accounts' entries are then the same as before the save.
+    /// the entry it replaces) was already stored under its key, byte for byte and without
+    /// additional fields, the only entry of its realm: the accounts' entries are then the same as
+    /// before the save.
     package let accountUnchanged: Bool
 }
 

@@ -511,7 +511,9 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
         // it (another process switching the same new file at the same moment), SQLite answers that
         // upgrade SQLITE_BUSY at once, without calling the busy handler (waiting while holding a
         // read lock could deadlock). So a busy switch is tried again, the mode read again first,
-        // with the busy handler's pauses until the busy timeout.
+        // with the busy handler's pauses until the busy timeout. (An attempt's read of the file
+        // may itself wait in the busy handler, up to the timeout, so a switch that never gets the
+        // lock fails after one to two busy timeouts.)
         let wait = BusyWait(timeout: connection.busyTimeout)
         var attempt: Int32 = 0
         while true {

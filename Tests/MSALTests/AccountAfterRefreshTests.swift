@@ -11,19 +11,43 @@ import Testing
 struct AccountAfterRefreshTests {
     static let scopes = ["api://demo/Files.Read"]
 
-    /// The fields an app sees, compared in full (`Account`'s `==` compares identifiers only).
-    static func expectSame(_ account: Account, _ assembled: Account, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(account.identifier == assembled.identifier, sourceLocation: sourceLocation)
-        #expect(account.username == assembled.username, sourceLocation: sourceLocation)
-        #expect(account.environment == assembled.environment, sourceLocation: sourceLocation)
-        #expect(account.tenantProfiles == assembled.tenantProfiles, sourceLocation: sourceLocation)
+    static let guestTenant = "99999999-0000-4000-8000-000000000098"
+
+    /// Every field of `account`, byte for byte (`Account`'s `==` compares identifiers only, and
+    /// `String`'s `==` canonical equivalence), against the account a new instance (another process)
+    /// assembles from the same file; with `current`, also stamped with `application`'s revision and
+    /// holding the token partitions of that state.
+    static func expectIdentical(
+        _ account: Account, _ fixture: LocalFixture, _ application: PublicClientApplication, current: Bool = true,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let fresh = try #require(
+            try fixture.application().allAccounts().first { $0.identifier == account.identifier }, sourceLocation: sourceLocation)
+        #expect(Array(account.identifier.utf8) == Array(fresh.identifier.utf8), sourceLocation: sourceLocation)
+        #expect(account.username.map { Array($0.utf8) } == fresh.username.map { Array($0.utf8) }, "username bytes", sourceLocation: sourceLocation)
+        #expect(Array(account.environment.utf8) == Array(fresh.environment.utf8), sourceLocation: sourceLocation)
+        #expect(account.tenantProfiles.count == fresh.tenantProfiles.count, sourceLocation: sourceLocation)
+        for (mine, theirs) in zip(account.tenantProfiles, fresh.tenantProfiles) {
+            #expect(Array(mine.identifier.utf8) == Array(theirs.identifier.utf8), sourceLocation: sourceLocation)
+            #expect(Array(mine.tenantID.utf8) == Array(theirs.tenantID.utf8), sourceLocation: sourceLocation)
+            #expect(Array(mine.environment.utf8) == Array(theirs.environment.utf8), sourceLocation: sourceLocation)
+            #expect(mine.isHomeTenant == theirs.isHomeTenant, sourceLocation: sourceLocation)
+            #expect(mine.claims?.rawValue == theirs.claims?.rawValue, sourceLocation: sourceLocation)
+        }
+        guard current else { return }
+        let revision = application.cache.lastSeenRevision()
+        #expect(account.origin?.revision == revision, sourceLocation: sourceLocation)
+        let partitions = try #require(account.tokenPartitions as? AccountTokenPartitions, sourceLocation: sourceLocation)
+        #expect(partitions.revision == revision, sourceLocation: sourceLocation)
+        let now = try application.cache.tokenPartitions(homeAccountID: account.identifier, environment: account.environment)
+        #expect(partitions.count == now.count, sourceLocation: sourceLocation)
     }
 
     @Test("Refreshes in the home and a guest tenant: each result's account has that tenant's new ID token, the other profile as it was, and is current")
     func refreshesInTwoTenants() async throws {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
-        let guestTenant = "99999999-0000-4000-8000-000000000098"
+        let guestTenant = Self.guestTenant
         _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: guestTenant)
         let application = try fixture.application()
         let signIn = try await fixture.signIn(application)
@@ -49,11 +73,8 @@ struct AccountAfterRefreshTests {
             #expect(
                 account.tenantProfiles.filter { $0.tenantID != tenant } == before.tenantProfiles.filter { $0.tenantID != tenant },
                 "round \(round): the other profile is unchanged")
-            // What a new instance (another process) assembles from the store.
-            let assembled = try #require(try fixture.application().allAccounts().first)
-            Self.expectSame(account, assembled)
-            // Current for this cache: assembled at the revision the save made.
-            #expect(account.origin?.revision == application.cache.lastSeenRevision())
+            // What a new instance (another process) assembles from the store; current for this cache.
+            try Self.expectIdentical(account, fixture, application)
             #expect(try application.allAccounts().first.map { $0.tenantProfiles } == account.tenantProfiles)
         }
     }
@@ -77,7 +98,7 @@ struct AccountAfterRefreshTests {
         parameters.forceRefresh = true
         let result = try await application.acquireTokenSilent(with: parameters)
         #expect(result.account.username == LocalIdentityProvider.demoUser.username)
-        Self.expectSame(result.account, try #require(try fixture.application().allAccounts().first))
+        try Self.expectIdentical(result.account, fixture, application)
     }
 
     @Test("When another writer changes the store while the refresh is at the provider, the result's account has what it wrote too")
@@ -107,6 +128,116 @@ struct AccountAfterRefreshTests {
         let result = try await application.acquireTokenSilent(with: parameters)
         #expect(written.withLock { $0 })
         #expect(result.account.tenantProfiles.map(\.tenantID).contains(guestEntry.realm))
-        Self.expectSame(result.account, try #require(try fixture.application().allAccounts().first))
+        try Self.expectIdentical(result.account, fixture, application)
+    }
+
+    @Test("Concurrent refreshes of different scopes in two tenants: each result has its tenant's ID token, and the kept account is the assembled one")
+    func concurrentRefreshes() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: Self.guestTenant)
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
+        let guest = try Authority(fixture.provider.authority(tenant: Self.guestTenant), type: .aad)
+        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
+        let account = try #require(try application.allAccounts().first)
+        for round in 0..<5 {
+            fixture.clock.advance(by: 60)
+            let results = try await withThrowingTaskGroup(of: AuthenticationResult.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        var parameters = SilentTokenParameters(
+                            scopes: ["api://demo/Scope\(index % 4)"], account: account, authority: index.isMultiple(of: 2) ? home : guest)
+                        parameters.forceRefresh = true
+                        return try await application.acquireTokenSilent(with: parameters)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for result in results {
+                let profile = try #require(result.account.tenantProfiles.first { $0.tenantID == result.tenantID })
+                #expect(profile.claims?.rawValue == result.idToken, "round \(round)")
+            }
+            try Self.expectIdentical(try #require(try application.allAccounts().first), fixture, application)
+        }
+    }
+
+    @Test("A sign-out racing refreshes leaves no stale kept account")
+    func signOutRacingRefreshes() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        for round in 0..<10 {
+            let signIn = try await fixture.signIn(application)
+            fixture.clock.advance(by: 60)
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<4 {
+                    group.addTask {
+                        var parameters = SilentTokenParameters(scopes: ["api://demo/Scope\(index)"], account: signIn.account)
+                        parameters.forceRefresh = true
+                        _ = try? await application.acquireTokenSilent(with: parameters)
+                    }
+                }
+                group.addTask { try? application.remove(account: signIn.account) }
+            }
+            let kept = try application.allAccounts()
+            #expect(kept.count == (try fixture.application().allAccounts()).count, "round \(round)")
+            if let account = kept.first { try Self.expectIdentical(account, fixture, application) }
+        }
+    }
+
+    @Test("A username the stored entry spells in another Unicode normalization (as another MSAL may write it) is replaced by the response's, bytes included")
+    func usernameNormalization() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let composed = "jos\u{E9}@contoso.example", decomposed = "jose\u{301}@contoso.example"
+        fixture.provider.addUser(LocalIdentityProvider.User(
+            username: composed, objectID: "3d6e8f0a-3b5c-4d7e-8f9a-1b3c5d7e9f03", tenantID: LocalIdentityProvider.demoTenantID, name: "Jose"))
+        let application = try fixture.application()
+        let provider = fixture.provider
+        let signIn = try await application.acquireToken(with: DeviceCodeParameters(scopes: Self.scopes)) { info in
+            try provider.approveDeviceCode(userCode: info.userCode, as: composed)
+        }
+        var entry = try #require(try application.cache.accountEntries(
+            homeAccountID: signIn.account.identifier, environment: signIn.account.environment).first)
+        entry.username = decomposed
+        try application.cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: entry, appMetadata: nil)
+        let kept = try #require(try application.allAccounts().first)
+        #expect(kept.username.map { Array($0.utf8) } == Array(decomposed.utf8))
+
+        fixture.clock.advance(by: 60)
+        var parameters = SilentTokenParameters(scopes: Self.scopes, account: kept)
+        parameters.forceRefresh = true
+        let result = try await application.acquireTokenSilent(with: parameters)
+        #expect(result.account.username.map { Array($0.utf8) } == Array(composed.utf8))
+        try Self.expectIdentical(result.account, fixture, application)
+    }
+
+    @Test("Entries another MSAL wrote (a guest realm in capitals, a home entry with extra fields): each refresh's account is the assembled one")
+    func realmCaseAndExtraFields() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: Self.guestTenant)
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
+        let guest = try Authority(fixture.provider.authority(tenant: Self.guestTenant), type: .aad)
+        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
+        let entries = try application.cache.accountEntries(homeAccountID: signIn.account.identifier, environment: signIn.account.environment)
+        var guestEntry = try #require(entries.first { $0.realm == Self.guestTenant })
+        guestEntry.realm = Self.guestTenant.uppercased()
+        var homeEntry = try #require(entries.first { $0.realm != Self.guestTenant })
+        homeEntry.additionalFields = ["x_other_msal": .string("value")]
+        try application.cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: guestEntry, appMetadata: nil)
+        try application.cache.save(accessToken: nil, refreshToken: nil, idToken: nil, account: homeEntry, appMetadata: nil)
+        var account = try #require(try application.allAccounts().first)
+        for authority in [guest, home, guest, home, guest] {
+            fixture.clock.advance(by: 60)
+            var parameters = SilentTokenParameters(scopes: Self.scopes, account: account, authority: authority)
+            parameters.forceRefresh = true
+            account = try await application.acquireTokenSilent(with: parameters).account
+            try Self.expectIdentical(account, fixture, application)
+        }
     }
 }
