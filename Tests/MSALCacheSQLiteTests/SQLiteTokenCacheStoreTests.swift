@@ -316,6 +316,37 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try SQLiteTokenCacheStore(path: path).readAll().accessTokens.count == 1)
     }
 
+    @Test("While the store waits to switch a new file to WAL, another connection switches it and writes: the store opens once that write ends")
+    func walSwitchedMeanwhile() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        var db: OpaquePointer?
+        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        defer { sqlite3_close_v2(db) }
+        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        // The connection is used by one thread at a time: here, then by the other thread only.
+        struct Connection: @unchecked Sendable { let handle: OpaquePointer? }
+        let other = Connection(handle: db)
+        let codes = Mutex<[Int32]>([])
+        let switching = Thread {
+            usleep(200_000)
+            sqlite3_busy_timeout(other.handle, 5000)
+            var results: [Int32] = []
+            results.append(sqlite3_exec(other.handle, "COMMIT", nil, nil, nil))
+            results.append(sqlite3_exec(other.handle, "PRAGMA journal_mode = WAL", nil, nil, nil))
+            results.append(sqlite3_exec(other.handle, "BEGIN IMMEDIATE", nil, nil, nil))
+            usleep(300_000)
+            results.append(sqlite3_exec(other.handle, "COMMIT", nil, nil, nil))
+            codes.withLock { $0 = results }
+        }
+        switching.start()
+        let store = try SQLiteTokenCacheStore(path: path, busyTimeout: 5)
+        try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "a.t", secret: "AT"))]))
+        #expect(try SQLiteTokenCacheStore(path: path).readAll().accessTokens.count == 1)
+        while codes.withLock({ $0.count }) < 4 { usleep(10_000) }
+        #expect(codes.withLock { $0 } == [SQLITE_OK, SQLITE_OK, SQLITE_OK, SQLITE_OK])
+    }
+
     @Test("Opening a new file whose write lock another connection keeps fails after the busy timeout, with a clear error")
     func walSwitchTimesOut() throws {
         let directory = try TemporaryDirectory()
