@@ -287,26 +287,36 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try stores[0].readAll().accessTokens.count == stores.count)
     }
 
+    /// A second connection, used by one thread at a time (the test's, then one other thread).
+    struct OtherConnection: @unchecked Sendable {
+        let handle: OpaquePointer?
+
+        /// Creates a new database at `path` (not yet WAL) and takes its write lock (`BEGIN IMMEDIATE`),
+        /// as a process switching the same new file to WAL at that moment holds it.
+        static func holdingWriteLockOfNewFile(_ path: String) -> OtherConnection {
+            var db: OpaquePointer?
+            #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+            #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+            return OtherConnection(handle: db)
+        }
+
+        func close() { sqlite3_close_v2(handle) }
+    }
+
     @Test("Opening a new file while another process is also switching it to WAL waits for it, though SQLite answers busy at once there")
     func walSwitchWaitsForWriter() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("cache.sqlite")
-        // A new database (not yet WAL) where another connection holds the write lock, as a process
-        // switching the file to WAL at the same moment does. The switch reads the file first, then
-        // asks for the write lock: SQLite answers that upgrade SQLITE_BUSY at once, without calling
-        // the busy handler (waiting there could deadlock).
-        var db: OpaquePointer?
-        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
-        defer { sqlite3_close_v2(db) }
-        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
-        // The connection is used by one thread at a time: here, then by the releasing thread only.
-        struct Connection: @unchecked Sendable { let handle: OpaquePointer? }
-        let reader = Connection(handle: db)
+        // The switch reads the file first, then asks for the write lock the other connection
+        // holds: SQLite answers that upgrade SQLITE_BUSY at once, without calling the busy handler
+        // (waiting there could deadlock).
+        let other = OtherConnection.holdingWriteLockOfNewFile(path)
+        defer { other.close() }
         let released = Atomic<Bool>(false)
         let releasing = Thread {
             usleep(300_000)
             released.store(true, ordering: .releasing)
-            sqlite3_exec(reader.handle, "COMMIT", nil, nil, nil)
+            sqlite3_exec(other.handle, "COMMIT", nil, nil, nil)
         }
         releasing.start()
         let store = try SQLiteTokenCacheStore(path: path, busyTimeout: 5)
@@ -320,13 +330,8 @@ struct SQLiteTokenCacheStoreTests {
     func walSwitchedMeanwhile() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("cache.sqlite")
-        var db: OpaquePointer?
-        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
-        defer { sqlite3_close_v2(db) }
-        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
-        // The connection is used by one thread at a time: here, then by the other thread only.
-        struct Connection: @unchecked Sendable { let handle: OpaquePointer? }
-        let other = Connection(handle: db)
+        let other = OtherConnection.holdingWriteLockOfNewFile(path)
+        defer { other.close() }
         let codes = Mutex<[Int32]>([])
         let switching = Thread {
             usleep(200_000)
@@ -351,17 +356,15 @@ struct SQLiteTokenCacheStoreTests {
     func walSwitchTimesOut() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("cache.sqlite")
-        var db: OpaquePointer?
-        #expect(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
-        defer { sqlite3_close_v2(db) }
-        #expect(sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+        let other = OtherConnection.holdingWriteLockOfNewFile(path)
+        defer { other.close() }
         let started = ContinuousClock.now
         let error = #expect(throws: MSALError.self) { try SQLiteTokenCacheStore(path: path, busyTimeout: 0.3) }
         #expect(ContinuousClock.now - started >= .milliseconds(300))
         #expect(error?.internalCode == .cacheError)
         #expect(error?.message.contains("busy timeout (0.3 s)") == true)
         #expect(error?.message.contains("switching the token cache to WAL") == true)
-        sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+        sqlite3_exec(other.handle, "ROLLBACK", nil, nil, nil)
     }
 
     @Test("An empty (0-byte) file is a new cache, not a damaged one")

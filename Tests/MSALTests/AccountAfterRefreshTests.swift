@@ -43,17 +43,31 @@ struct AccountAfterRefreshTests {
         #expect(partitions.count == now.count, sourceLocation: sourceLocation)
     }
 
+    /// The demo user signed in to its home tenant and, silently, to a guest tenant: two profiles.
+    struct TwoTenants {
+        let fixture: LocalFixture
+        let application: PublicClientApplication
+        let signIn: AuthenticationResult
+        let home: Authority
+        let guest: Authority
+
+        init() async throws {
+            fixture = try LocalFixture()
+            _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: AccountAfterRefreshTests.guestTenant)
+            application = try fixture.application()
+            signIn = try await fixture.signIn(application)
+            home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
+            guest = try Authority(fixture.provider.authority(tenant: AccountAfterRefreshTests.guestTenant), type: .aad)
+            _ = try await application.acquireTokenSilent(
+                with: SilentTokenParameters(scopes: AccountAfterRefreshTests.scopes, account: signIn.account, authority: guest))
+        }
+    }
+
     @Test("Refreshes in the home and a guest tenant: each result's account has that tenant's new ID token, the other profile as it was, and is current")
     func refreshesInTwoTenants() async throws {
-        let fixture = try LocalFixture()
+        let setup = try await TwoTenants()
+        let (fixture, application, home, guest) = (setup.fixture, setup.application, setup.home, setup.guest)
         defer { fixture.stop() }
-        let guestTenant = Self.guestTenant
-        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: guestTenant)
-        let application = try fixture.application()
-        let signIn = try await fixture.signIn(application)
-        let home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
-        let guest = try Authority(fixture.provider.authority(tenant: guestTenant), type: .aad)
-        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
         var account = try #require(try application.allAccounts().first)
         #expect(account.tenantProfiles.count == 2)
 
@@ -133,14 +147,9 @@ struct AccountAfterRefreshTests {
 
     @Test("Concurrent refreshes of different scopes in two tenants: each result has its tenant's ID token, and the kept account is the assembled one")
     func concurrentRefreshes() async throws {
-        let fixture = try LocalFixture()
+        let setup = try await TwoTenants()
+        let (fixture, application, home, guest) = (setup.fixture, setup.application, setup.home, setup.guest)
         defer { fixture.stop() }
-        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: Self.guestTenant)
-        let application = try fixture.application()
-        let signIn = try await fixture.signIn(application)
-        let home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
-        let guest = try Authority(fixture.provider.authority(tenant: Self.guestTenant), type: .aad)
-        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
         let account = try #require(try application.allAccounts().first)
         for round in 0..<5 {
             fixture.clock.advance(by: 60)
@@ -216,14 +225,10 @@ struct AccountAfterRefreshTests {
 
     @Test("Entries another MSAL wrote (a guest realm in capitals, a home entry with extra fields): each refresh's account is the assembled one")
     func realmCaseAndExtraFields() async throws {
-        let fixture = try LocalFixture()
+        let setup = try await TwoTenants()
+        let (fixture, application, home, guest) = (setup.fixture, setup.application, setup.home, setup.guest)
         defer { fixture.stop() }
-        _ = try fixture.provider.addGuest(username: LocalIdentityProvider.demoUser.username, tenantID: Self.guestTenant)
-        let application = try fixture.application()
-        let signIn = try await fixture.signIn(application)
-        let home = try Authority(fixture.provider.authority(tenant: LocalIdentityProvider.demoUser.tenantID), type: .aad)
-        let guest = try Authority(fixture.provider.authority(tenant: Self.guestTenant), type: .aad)
-        _ = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, authority: guest))
+        let signIn = setup.signIn
         let entries = try application.cache.accountEntries(homeAccountID: signIn.account.identifier, environment: signIn.account.environment)
         var guestEntry = try #require(entries.first { $0.realm == Self.guestTenant })
         guestEntry.realm = Self.guestTenant.uppercased()
