@@ -26,27 +26,13 @@ func credentialKey(
 ) -> String {
     let count = homeAccountID.utf8.count + environment.utf8.count + credentialType.utf8.count + clientOrFamilyID.utf8.count
         + realm.utf8.count + target.utf8.count + 5
-    // ASCII (identifiers, hosts, most scopes): one allocation, lowercased while written from each
-    // part's contiguous bytes.
+    // ASCII (identifiers, hosts, most scopes): one allocation, lowercased while written.
     let ascii = String(unsafeUninitializedCapacity: count) { buffer -> Int in
         var position = 0
-        func write(_ part: String, dash: Bool) -> Bool {
-            if dash {
-                buffer[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            var part = part
-            return part.withUTF8 { bytes in
-                for byte in bytes {
-                    guard byte < 0x80 else { return false }
-                    buffer[position] = byte.asciiLowercased
-                    position += 1
-                }
-                return true
-            }
-        }
-        guard write(homeAccountID, dash: false), write(environment, dash: true), write(credentialType, dash: true),
-              write(clientOrFamilyID, dash: true), write(realm, dash: true), write(target, dash: true) else { return 0 }
+        guard writeKeyPart(homeAccountID, first: true, to: buffer, at: &position),
+              writeKeyPart(environment, to: buffer, at: &position), writeKeyPart(credentialType, to: buffer, at: &position),
+              writeKeyPart(clientOrFamilyID, to: buffer, at: &position), writeKeyPart(realm, to: buffer, at: &position),
+              writeKeyPart(target, to: buffer, at: &position) else { return 0 }
         return position
     }
     if ascii.utf8.count == count { return ascii }
@@ -57,28 +43,34 @@ func credentialKey(
 /// realm) or of app metadata (`appmetadata`, environment, client ID) in MSAL's unified schema.
 func lowercasedKey(_ first: String, _ second: String, _ third: String) -> String {
     let count = first.utf8.count + second.utf8.count + third.utf8.count + 2
-    // ASCII: one allocation, lowercased while written (see `credentialKey`).
+    // ASCII: one allocation, lowercased while written, as `credentialKey`.
     let ascii = String(unsafeUninitializedCapacity: count) { buffer -> Int in
         var position = 0
-        for (index, var part) in [first, second, third].enumerated() {
-            if index > 0 {
-                buffer[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            let isASCII = part.withUTF8 { bytes in
-                for byte in bytes {
-                    guard byte < 0x80 else { return false }
-                    buffer[position] = byte.asciiLowercased
-                    position += 1
-                }
-                return true
-            }
-            guard isASCII else { return 0 }
-        }
+        guard writeKeyPart(first, first: true, to: buffer, at: &position), writeKeyPart(second, to: buffer, at: &position),
+              writeKeyPart(third, to: buffer, at: &position) else { return 0 }
         return position
     }
     if ascii.utf8.count == count { return ascii }
     return [first, second, third].joined(separator: "-").lowercased()
+}
+
+/// Writes `part` ASCII-lowercased into `buffer` at `position` (preceded by `-` unless it is the
+/// `first` part), from its contiguous bytes, and moves `position` past it.
+/// - Returns: `false` at the first non-ASCII byte (the caller then lowercases the whole key in full).
+private func writeKeyPart(_ part: String, first: Bool = false, to buffer: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) -> Bool {
+    if !first {
+        buffer[position] = UInt8(ascii: "-")
+        position += 1
+    }
+    var part = part
+    return part.withUTF8 { bytes in
+        for byte in bytes {
+            guard byte < 0x80 else { return false }
+            buffer[position] = byte.asciiLowercased
+            position += 1
+        }
+        return true
+    }
 }
 
 /// A credential entry (access, refresh or ID token) whose `description`, `debugDescription` and

@@ -324,12 +324,7 @@ public final class TokenCache: Sendable {
         let (kept, revision) = try withState(checkingStore: checkingStore) { state in (state.derived[key], state.revision) }
         if let box = kept as? DerivedValueBox<Value> { return box.value }
         let value = try build()
-        let box = DerivedValueBox(value)
-        state.withLock { state in
-            guard state.revision == revision, state.index != nil else { return }
-            if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
-            state.derived[key] = box
-        }
+        keepDerivedValue(value, for: key, revision: revision)
         return value
     }
 
@@ -361,10 +356,11 @@ public final class TokenCache: Sendable {
     ///   - key: names the value.
     ///   - revision: the revision `value` describes.
     package func keepDerivedValue<Value: Sendable>(_ value: Value, for key: DerivedValueKey, revision: UInt64) {
+        let box = DerivedValueBox(value)  // allocated before the lock
         state.withLock { state in
             guard state.revision == revision, state.index != nil else { return }
             if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
-            state.derived[key] = DerivedValueBox(value)
+            state.derived[key] = box
         }
     }
 
