@@ -100,6 +100,23 @@ def main(path):
                   f"{line.get('refresh_requests', '-')} | {slowest} |")
         print()
 
+    waits = [line for key, line in cases.items()
+             if key[0].startswith("wait_") and key[0].endswith(".silent.miss_refresh.sdk_share")]
+    if waits:
+        print("The stubbed refresh's SDK share (n = 10) with a wait inside the transport, subtracted like a provider's time:")
+        print()
+        print("| wait | median | p99 |")
+        print("|---|---|---|")
+        order = {"none": 0, "spin": 1, "suspend": 2}
+        def wait_key(line):
+            kind, _, micros = line["name"][len("wait_"):].split(".")[0].partition("_")
+            return (int(micros or 0), order.get(kind, 3))
+        for line in sorted(waits, key=wait_key):
+            kind, _, micros = line["name"][len("wait_"):].split(".")[0].partition("_")
+            label = "none" if kind == "none" else f"{kind} {int(micros) / 1000:g} ms"
+            print(f"| {label} | {duration(line['median_ns'])} | {duration(line['p99_ns'])} |")
+        print()
+
     if comparisons:
         print("Side by side with MSAL Python (same cache contents, same lookups, network stubbed in process):")
         print()

@@ -23,6 +23,9 @@ struct LookupOptions {
     var raw = true
     var cold = true
     var missRefresh = true
+    /// A wait added inside the stubbed transport of the miss-refresh cases (``StubWait``): time
+    /// passing between the request and the response, as on a real network.
+    var stubWait: StubWait?
 }
 
 /// Cache lookups on one backend at one size, in this process (so its peak RSS is this size's):
@@ -184,7 +187,7 @@ struct LookupBench {
             let clock = ManualWallClock(now.addingTimeInterval(2 * 86_400))
             let stub = StubEntraTransport(shape: shape, refreshTokenOwners: refreshTokenOwners, clock: clock)
             stub.prepareIDTokens()
-            let timing = TimingTransport(stub)
+            let timing = TimingTransport(options.stubWait.map { WaitingTransport(stub, wait: $0) } ?? stub)
             var configuration = PublicClientApplicationConfiguration(clientID: CacheShape.clientID, authority: authorities[0], cacheStore: store)
             configuration.transport = timing
             configuration.clock = clock

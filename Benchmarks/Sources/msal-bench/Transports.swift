@@ -4,6 +4,7 @@ import MSALCache
 import MSALCore
 import MSALNetwork
 import MSALTestSupport
+import Dispatch
 import Synchronization
 
 /// Wraps a transport and adds up the time spent inside it: the provider's handling plus the HTTP
@@ -166,5 +167,55 @@ final class StubEntraTransport: HTTPTransport {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(object)) ?? Data("{}".utf8)
+    }
+}
+
+/// How ``WaitingTransport`` lets time pass before it answers (`msal-bench lookup --stub-wait`).
+enum StubWait: Equatable {
+    /// The calling thread busy-waits this many microseconds: time passes, the thread stays on its core.
+    case spin(microseconds: Int)
+    /// The calling task suspends; a Dispatch thread sleeps this many microseconds and resumes it,
+    /// as URLSession's completion handler resumes a task when the response arrives.
+    case suspend(microseconds: Int)
+
+    /// Parses `spin:N` or `suspend:N` (N in microseconds, 0...1,000,000); `nil` for anything else.
+    init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let microseconds = Int(parts[1]), (0...1_000_000).contains(microseconds) else { return nil }
+        switch parts[0] {
+        case "spin": self = .spin(microseconds: microseconds)
+        case "suspend": self = .suspend(microseconds: microseconds)
+        default: return nil
+        }
+    }
+}
+
+/// Answers through another transport after a wait (``StubWait``). With the stubbed provider it
+/// separates what waiting for a network costs the SDK's work after it (caches and cores gone cold
+/// while the thread waited or slept) from the work itself: the wait is inside the transport, so it
+/// is subtracted from the SDK's share like a real provider's time.
+struct WaitingTransport: HTTPTransport {
+    let inner: any HTTPTransport
+    let wait: StubWait
+
+    init(_ inner: any HTTPTransport, wait: StubWait) {
+        self.inner = inner
+        self.wait = wait
+    }
+
+    func send(_ request: HTTPRequest) async throws(MSALError) -> HTTPResponse {
+        switch wait {
+        case .spin(let microseconds):
+            let end = monotonicNanoseconds() + UInt64(microseconds) * 1_000
+            while monotonicNanoseconds() < end {}
+        case .suspend(let microseconds):
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    if microseconds > 0 { usleep(UInt32(microseconds)) }
+                    continuation.resume()
+                }
+            }
+        }
+        return try await inner.send(request)
     }
 }

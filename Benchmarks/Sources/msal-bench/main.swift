@@ -5,7 +5,7 @@ import Foundation
 //
 //   msal-bench header [--mode full|smoke]
 //   msal-bench lookup --backend B --n N [--tenants T] [--scope-sets S] [--secret-length L] [--label L]
-//                     [--only facade,cold,raw,miss-refresh] [--smoke]
+//                     [--only facade,cold,raw,miss-refresh] [--stub-wait spin:US|suspend:US] [--smoke]
 //   msal-bench refresh [--smoke]
 //   msal-bench fixture --n N --out DIR [--lookups K]
 //
@@ -61,6 +61,10 @@ do {
         options.secretLength = integer("secret-length", 64)
         options.label = values["label"]
         options.smoke = smoke
+        if let wait = values["stub-wait"] {
+            guard let parsed = StubWait(wait) else { usage("--stub-wait takes spin:MICROSECONDS or suspend:MICROSECONDS (0 to 1000000)") }
+            options.stubWait = parsed
+        }
         if let only = values["only"] {
             let groups = Set(only.split(separator: ",").map(String.init))
             let known: Set = ["facade", "cold", "raw", "miss-refresh"]
