@@ -958,8 +958,8 @@ public final class PublicClientApplication: Sendable {
 
     /// The claims of an ID token, decoded once per JWT (kept in ``sharedIDTokenClaims``); `nil` when it
     /// does not decode.
-    func decodedClaims(_ jwt: String) -> IDTokenClaims? {
-        try? Self.sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { () throws(MSALError) in try IDTokenClaims(jwt: jwt) }
+    static func decodedClaims(_ jwt: String) -> IDTokenClaims? {
+        try? sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { () throws(MSALError) in try IDTokenClaims(jwt: jwt) }
     }
 
     /// A token response's `client_info`, decoded once per distinct value (kept in ``sharedClientInfos``).
@@ -977,9 +977,17 @@ public final class PublicClientApplication: Sendable {
         var profiles: [TenantProfile] = []
         for (entry, idToken) in entries.sorted(by: { $0.account.realm < $1.account.realm }) {
             let isHome = homeTenant.map { $0.equalsIgnoringCase(entry.realm) } ?? true
-            profiles.append(TenantProfile(
-                identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
-                isHomeTenant: isHome, claims: idToken.flatMap { decodedClaims($0.secret) }))
+            // The claims are decoded when first read: assembling an account (after every change
+            // of the cache, for each of its tenants) decodes no ID token.
+            if let idToken {
+                profiles.append(TenantProfile(
+                    identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
+                    isHomeTenant: isHome, idToken: idToken.secret, decode: Self.decodedClaims))
+            } else {
+                profiles.append(TenantProfile(
+                    identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
+                    isHomeTenant: isHome, claims: nil))
+            }
         }
         let homeEntry = entries.first { entry in homeTenant.map { $0.equalsIgnoringCase(entry.account.realm) } ?? true }?.account
         let username = homeEntry?.username ?? entries.lazy.compactMap(\.account.username).first

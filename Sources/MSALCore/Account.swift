@@ -1,4 +1,5 @@
 import Foundation
+internal import Synchronization
 
 /// A signed-in user as the token cache knows them: one home account, with a profile per tenant
 /// the user has tokens for.
@@ -154,14 +155,35 @@ public struct TenantProfile: Sendable, Hashable, CustomReflectable {
         let tenantID: String
         let environment: String
         let isHomeTenant: Bool
-        let claims: IDTokenClaims?
+        private let decodedClaims: Mutex<Claims>
 
-        init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: IDTokenClaims?) {
+        /// The claims, or the ID token they are decoded from on first use.
+        enum Claims {
+            case decoded(IDTokenClaims?)
+            case pending(idToken: String, decode: @Sendable (String) -> IDTokenClaims?)
+        }
+
+        init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: Claims) {
             self.identifier = identifier
             self.tenantID = tenantID
             self.environment = environment
             self.isHomeTenant = isHomeTenant
-            self.claims = claims
+            self.decodedClaims = Mutex(claims)
+        }
+
+        /// The claims, decoded now if they were not yet (under the lock: a profile decodes its ID
+        /// token once, whichever thread asks first).
+        var claims: IDTokenClaims? {
+            decodedClaims.withLock { state in
+                switch state {
+                case .decoded(let claims):
+                    return claims
+                case .pending(let idToken, let decode):
+                    let claims = decode(idToken)
+                    state = .decoded(claims)
+                    return claims
+                }
+            }
         }
     }
 
@@ -176,12 +198,26 @@ public struct TenantProfile: Sendable, Hashable, CustomReflectable {
     public var environment: String { storage.environment }
     /// Whether this is the user's home tenant.
     public var isHomeTenant: Bool { storage.isHomeTenant }
-    /// The claims of the latest ID token for this tenant, if one is cached.
+    /// The claims of the latest ID token for this tenant, if one is cached and decodes. A profile
+    /// assembled from the cache decodes its ID token when this is first read, not before (an
+    /// account of many tenants is assembled without decoding the ID tokens nobody reads).
     public var claims: IDTokenClaims? { storage.claims }
 
     /// Creates a tenant profile.
     public init(identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, claims: IDTokenClaims?) {
-        storage = Storage(identifier: identifier, tenantID: tenantID, environment: environment, isHomeTenant: isHomeTenant, claims: claims)
+        storage = Storage(
+            identifier: identifier, tenantID: tenantID, environment: environment, isHomeTenant: isHomeTenant, claims: .decoded(claims))
+    }
+
+    /// Creates a tenant profile whose ``claims`` are `decode(idToken)`, computed when first read
+    /// (once per profile; `decode` returns `nil` for a token that does not decode).
+    package init(
+        identifier: String, tenantID: String, environment: String, isHomeTenant: Bool, idToken: String,
+        decode: @escaping @Sendable (String) -> IDTokenClaims?
+    ) {
+        storage = Storage(
+            identifier: identifier, tenantID: tenantID, environment: environment, isHomeTenant: isHomeTenant,
+            claims: .pending(idToken: idToken, decode: decode))
     }
 
     /// Whether every field is equal (the tenant ID and environment as written).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import MSALCore
 import Testing
 
@@ -43,6 +44,50 @@ struct AccountStorageTests {
         #expect(p != Self.profile("t", claims: a, home: true))
         #expect(p != Self.profile("u", claims: a))
         #expect(Set([p, q]).count == 1)
+    }
+
+    /// Counts the calls of a claims decoder.
+    final class DecodeCounter: Sendable {
+        private let calls = Mutex(0)
+        var count: Int { calls.withLock { $0 } }
+
+        @Sendable func decode(_ jwt: String) -> IDTokenClaims? {
+            calls.withLock { $0 += 1 }
+            return try? IDTokenClaims(jwt: jwt)
+        }
+    }
+
+    @Test("A profile made from an ID token decodes it when its claims are first read, once for every reader, and equals one made from the claims")
+    func claimsDecodedOnFirstRead() async throws {
+        let decoded = try Self.claims(sub: "s1", tid: "t")
+        let counter = DecodeCounter()
+        let lazy = TenantProfile(
+            identifier: "oid-t", tenantID: "t", environment: "login.microsoftonline.com", isHomeTenant: true,
+            idToken: decoded.rawValue, decode: counter.decode)
+        let account = Account(identifier: "uid.t", username: nil, environment: "login.microsoftonline.com", tenantProfiles: [lazy])
+        #expect(account.tenantProfiles[0].tenantID == "t" && account.tenantProfiles[0].identifier == "oid-t")
+        #expect(counter.count == 0, "assembling the account and reading its other fields decodes nothing")
+
+        let read = await withTaskGroup(of: IDTokenClaims?.self) { group in
+            for _ in 0..<8 { group.addTask { account.tenantProfiles[0].claims } }
+            return await group.reduce(into: [IDTokenClaims?]()) { $0.append($1) }
+        }
+        #expect(read.count == 8 && read.allSatisfy { $0 == decoded })
+        #expect(account.claims(ofTenant: "T")?.subject == "s1")
+        #expect(counter.count == 1, "eight concurrent readers and a lookup by tenant: one decode")
+        #expect(lazy == Self.profile("t", claims: decoded, home: true) && lazy.hashValue == Self.profile("t", claims: decoded, home: true).hashValue)
+    }
+
+    @Test("A profile whose ID token does not decode has no claims, and tries once")
+    func undecodableIDToken() {
+        let counter = DecodeCounter()
+        let profile = TenantProfile(
+            identifier: "oid-t", tenantID: "t", environment: "login.microsoftonline.com", isHomeTenant: false,
+            idToken: "not.a-jwt%%.x", decode: counter.decode)
+        #expect(profile.claims == nil)
+        #expect(profile.claims == nil)
+        #expect(counter.count == 1)
+        #expect(profile == Self.profile("t", claims: nil))
     }
 
     @Test("dump shows an account's and a profile's fields by name")
