@@ -106,7 +106,10 @@ public enum TokenCacheBackend: Sendable {
 }
 
 /// Where ``TokenCacheBackend/encryptedFile(path:key:)`` gets its 256-bit key.
-public enum EncryptedFileKey: Sendable {
+///
+/// Its ``description``, ``debugDescription`` and mirror never show a passphrase or key bytes (so
+/// printing a configuration that holds one shows none).
+public enum EncryptedFileKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A key file of 32 raw bytes, mode 0600, created with a random key when missing; `nil` means
     /// `<cache path>.key` beside the cache file. Protects the cache when only the cache file is
     /// copied (a backup, a container layer), not from someone who can read both.
@@ -119,6 +122,23 @@ public enum EncryptedFileKey: Sendable {
     /// the access group), created on first use: the file is useless without the user's unlocked
     /// keyring. Throws `.internal(.cacheUnavailable)` where the keyring cannot be used.
     case keyring
+
+    /// The case, with a key file's path and the passphrase and key redacted: `keyFile(path: …)`,
+    /// `passphrase(redacted)`, `key(redacted)`, `keyring`.
+    public var description: String {
+        switch self {
+        case let .keyFile(path): "keyFile(path: \(path.map { "\"\($0)\"" } ?? "nil"))"
+        case .passphrase: "passphrase(redacted)"
+        case .key: "key(redacted)"
+        case .keyring: "keyring"
+        }
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+
+    /// No children: `dump` and debuggers show ``description`` only.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
 
     func source(cachePath: String, accessGroup: String) throws(MSALError) -> EncryptedFileTokenCacheStore.KeySource {
         switch self {

@@ -41,8 +41,9 @@ import Darwin
 /// for scrypt); msal-extensions' `FilePersistenceWithDataProtection` / `LibsecretPersistence`
 /// (an encrypted blob of MSAL's unified JSON behind a `<path>.lock` `CrossPlatLock`).
 public final class EncryptedFileTokenCacheStore: TokenCacheStore {
-    /// Where the file's key comes from.
-    public enum KeySource: Sendable {
+    /// Where the file's key comes from. Its description and mirror never show a passphrase or key
+    /// bytes.
+    public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// This key (e.g. from a keyring). The file header records KDF "raw key".
         case key(EncryptedCacheKey)
         /// A key file holding exactly 32 raw key bytes. It must be mode 0600 (no group or other
@@ -53,6 +54,22 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         /// file header: an existing file's are used to open and rewrite it; a new file gets a fresh
         /// 16-byte salt and `parameters`.
         case passphrase(String, parameters: ScryptParameters = .init())
+
+        /// The case with the passphrase and key redacted: `key(redacted)`, `keyFile(path: "…")`,
+        /// `passphrase(redacted, parameters: scrypt(N=…, r=…, p=…))`.
+        public var description: String {
+            switch self {
+            case .key: "key(redacted)"
+            case let .keyFile(path): "keyFile(path: \"\(path)\")"
+            case let .passphrase(_, parameters): "passphrase(redacted, parameters: \(parameters))"
+            }
+        }
+
+        /// The same as ``description``.
+        public var debugDescription: String { description }
+
+        /// No children: `dump` and debuggers show ``description`` only.
+        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .enum) }
     }
 
     /// The cache file's path.

@@ -33,7 +33,10 @@ public protocol BrowserLauncher: Sendable {
 /// The program is started detached: in a new session (so Ctrl-C in the terminal does not reach
 /// it), with standard input, output and error on `/dev/null` (it cannot read our input or print
 /// into our output), and it is not waited for; a background thread reaps it when it exits.
-public struct SystemBrowserLauncher: BrowserLauncher {
+///
+/// Its description and mirror show `BROWSER` and the number of environment variables, never their
+/// values (an environment holds secrets: passphrases, API tokens).
+public struct SystemBrowserLauncher: BrowserLauncher, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The environment used to read `BROWSER` and `PATH` and given to the started program.
     public let environment: [String: String]
 
@@ -44,6 +47,19 @@ public struct SystemBrowserLauncher: BrowserLauncher {
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
     }
+
+    /// `SystemBrowserLauncher(BROWSER: "…", environment: N variables, redacted)` (`BROWSER: nil`
+    /// when unset).
+    public var description: String {
+        let browser = environment["BROWSER"].map { "\"\($0)\"" } ?? "nil"
+        return "SystemBrowserLauncher(BROWSER: \(browser), environment: \(environment.count) variables, redacted)"
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+
+    /// No children: `dump` and debuggers show ``description`` only.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// The commands that would be tried for `url`, in order, each as its argument vector
     /// (program first, not yet resolved on `PATH`).
