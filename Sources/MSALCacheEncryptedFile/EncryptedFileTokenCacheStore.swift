@@ -82,14 +82,21 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     private let ownWrites = Atomic<UInt64>(0)
     /// The last passphrase-derived key and the KDF (parameters and salt) it was derived with.
     private let derived = Mutex<(kdf: KDFInfo, key: EncryptedCacheKey)?>(nil)
+    /// The key read from (or written to) the key file of ``KeySource/keyFile(path:)``, once it was needed.
+    private let keyFileKey = Mutex<EncryptedCacheKey?>(nil)
 
     private enum ResolvedSource: Sendable {
         case key(EncryptedCacheKey)
+        /// Read when a file needs it (kept in ``keyFileKey``); created only with a new cache file.
+        case keyFile(path: String)
         case passphrase(String, ScryptParameters)
     }
 
-    /// Uses the encrypted cache file at `path`; creates no cache file until the first change (a
-    /// missing key file of ``KeySource/keyFile(path:)`` is created now).
+    /// Uses the encrypted cache file at `path`; creates no file until the first change. An existing
+    /// key file of ``KeySource/keyFile(path:)`` is read and checked now; a missing one is created
+    /// (with a random key) only when a change writes a new cache file: opening a store, or reading
+    /// a missing cache, creates nothing, and an existing cache file whose key file is missing is
+    /// refused instead of being given a new key that cannot open it.
     /// - Parameters:
     ///   - path: the cache file, e.g. `~/.local/share/msal/msal_token_cache.bin`.
     ///   - keySource: where the key comes from.
@@ -97,8 +104,10 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     ///   - lockTimeout: how long, in seconds, a change waits for another writer that holds the lock
     ///     without changing the file (default 10; see ``LockedFile/withExclusiveLock(_:)``).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the path is empty or not a regular file,
-    ///   or the key file is readable by group or others, is not 32 bytes, or cannot be read or created;
-    ///   `.internal(.invalidParameter)` for invalid scrypt parameters or an invalid access group.
+    ///   or the key file exists and is readable by group or others, is not 32 bytes, or cannot be
+    ///   read; `.internal(.invalidParameter)` for invalid scrypt parameters or an invalid access
+    ///   group. A key file missing beside an existing cache file, or one that cannot be created,
+    ///   makes the read or change that needs it throw `.internal(.cacheError)`.
     public init(
         path: String, keySource: KeySource, accessGroup: String = TokenCacheAccessGroup.default, lockTimeout: TimeInterval = 10
     ) throws(MSALError) {
@@ -108,7 +117,13 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         case let .key(key):
             source = .key(key)
         case let .keyFile(keyPath):
-            source = .key(try Self.loadOrCreateKeyFile(keyPath))
+            source = .keyFile(path: keyPath)
+            // An existing key file is checked now (mode, length): its errors come at once.
+            var info = stat()
+            if stat(keyPath, &info) == 0 {
+                let key = try Self.loadOrCreateKeyFile(keyPath)
+                keyFileKey.withLock { $0 = key }
+            }
         case let .passphrase(passphrase, parameters):
             _ = try parameters.validatedMemoryLimit()
             source = .passphrase(passphrase, parameters)
@@ -218,8 +233,15 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             }
         } catch {
             // A format version this code does not read says what to do itself (upgrade); the key is not at fault.
-            let advice = EncryptedCacheFormat.hasUnreadableVersion(data)
-                ? "" : " Use the right key or passphrase, or delete the file to start over; users will sign in again."
+            let advice: String
+            if EncryptedCacheFormat.hasUnreadableVersion(data) {
+                advice = ""
+            } else if !data.starts(with: EncryptedCacheFormat.magic) {
+                // Not a cache at all (another program's file, a JSON or SQLite cache): not ours to delete.
+                advice = " Choose another path for the encrypted cache (or the backend that wrote this file)."
+            } else {
+                advice = " Use the right key or passphrase, or delete the file to start over; users will sign in again."
+            }
             throw .internal(.cacheError, "Cannot open the encrypted token cache '\(path)': \(error.message) swift-msal left the file untouched.\(advice)")
         }
         do {
@@ -244,6 +266,11 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                 throw .internal(.cacheError, "The file is protected by a passphrase, but this store was given a key or key file.")
             }
             return key
+        case let .keyFile(keyPath):
+            guard kdf == .rawKey else {
+                throw .internal(.cacheError, "The file is protected by a passphrase, but this store was given a key or key file.")
+            }
+            return try keyFromFile(keyPath, creating: false)
         case let .passphrase(passphrase, _):
             guard case .scrypt = kdf else {
                 throw .internal(.cacheError, "The file is protected by a key file or keyring key, but this store was given a passphrase.")
@@ -260,10 +287,27 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         switch source {
         case let .key(key):
             return (.rawKey, key)
+        case let .keyFile(keyPath):
+            return (.rawKey, try keyFromFile(keyPath, creating: true))
         case let .passphrase(_, parameters):
             let kdf = try KDFInfo.freshScrypt(parameters: parameters)
             return (kdf, try key(for: kdf))
         }
+    }
+
+    /// The key of the key file at `keyPath`, read once and kept; when `creating` (a new cache file
+    /// is being written) a missing key file is created with a random key.
+    private func keyFromFile(_ keyPath: String, creating: Bool) throws(MSALError) -> EncryptedCacheKey {
+        if let kept = keyFileKey.withLock({ $0 }) { return kept }
+        var info = stat()
+        if !creating, stat(keyPath, &info) != 0 {
+            throw .internal(
+                .cacheError,
+                "The key file '\(keyPath)' of the encrypted token cache '\(path)' does not exist, so the cache cannot be decrypted; swift-msal created no new key and left the cache file untouched. Restore the key file or name the right one (EncryptedFileKey.keyFile(path:), msal --cache-key-file), or delete the cache file to start over; users will sign in again.")
+        }
+        let key = try Self.loadOrCreateKeyFile(keyPath)
+        keyFileKey.withLock { $0 = key }
+        return key
     }
 
     /// Reads the key file at `keyPath`, or creates it with a random key (0600; directories 0700).

@@ -150,22 +150,64 @@ struct EncryptedFileTokenCacheStoreTests {
 
     // MARK: Key files
 
-    @Test("A missing key file is created with a random key, mode 0600 in a 0700 directory, and reused")
+    @Test("A missing key file is created with the first write of a new cache, with a random key, mode 0600 in a 0700 directory, and reused")
     func keyFileCreated() throws {
         let directory = try EncTemporaryDirectory()
         let keyPath = directory.file("keys/cache.key")
         let store = try make(directory, .keyFile)
+        #expect(try store.readAll().accessTokens.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: keyPath), "opening the store and reading a missing cache create no key")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("keys")))
+        try store.apply(EncSample.upsert("h.t"))
         #expect(try mode(keyPath) == 0o600)
         #expect(try mode(directory.file("keys")) == 0o700)
         let key = try Data(contentsOf: URL(fileURLWithPath: keyPath))
         #expect(key.count == 32)
-        try store.apply(EncSample.upsert("h.t"))
         let reopened = try make(directory, .keyFile)
         #expect(try Data(contentsOf: URL(fileURLWithPath: keyPath)) == key)
         #expect(try reopened.readAll().accessTokens.count == 1)
         // The same key given directly opens the file too.
         let direct = try EncryptedFileTokenCacheStore(path: store.path, keySource: .key(EncryptedCacheKey(rawKey: [UInt8](key))))
         #expect(try direct.readAll().accessTokens.count == 1)
+    }
+
+    @Test("A cache file whose key file is missing is refused, with no new key made and the file untouched; reading works again once the key is back")
+    func missingKeyFileOfExistingCache() throws {
+        let directory = try EncTemporaryDirectory()
+        let keyPath = directory.file("keys/cache.key")
+        let store = try make(directory, .keyFile)
+        try store.apply(EncSample.upsert("h.t"))
+        let key = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        try FileManager.default.removeItem(atPath: keyPath)
+
+        let reopened = try make(directory, .keyFile)
+        let error = cacheError { _ = try reopened.readAll() }
+        #expect(error?.message.contains("'\(keyPath)'") == true && error?.message.contains("does not exist") == true)
+        _ = cacheError { try reopened.apply(EncSample.upsert("h.u")) }
+        #expect(!FileManager.default.fileExists(atPath: keyPath), "no new key replaces the lost one")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == bytes)
+
+        try key.write(to: URL(fileURLWithPath: keyPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+        #expect(try reopened.readAll().accessTokens.count == 1)
+    }
+
+    @Test("A file that is not an encrypted cache is refused with advice to choose another path (not to delete it), and no key file is made beside it")
+    func notACacheFile() throws {
+        let directory = try EncTemporaryDirectory()
+        let path = directory.file("notes.txt")
+        let text = Data("my notes, not a token cache\n".utf8)
+        try text.write(to: URL(fileURLWithPath: path))
+        let store = try EncryptedFileTokenCacheStore(path: path, keySource: .keyFile(path: path + ".key"))
+        let error = cacheError { _ = try store.readAll() }
+        #expect(error?.message.contains("not an encrypted swift-msal token cache") == true)
+        #expect(error?.message.contains("Choose another path") == true)
+        #expect(error?.message.contains("delete") == false)
+        _ = cacheError { try store.apply(EncSample.upsert("h.t")) }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == text)
+        // The cache's own lock file may be made; no key file, no key lock file.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".key") } == [])
     }
 
     @Test("A group- or world-readable key file is refused", arguments: [0o644, 0o640, 0o604])
