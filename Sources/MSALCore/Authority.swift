@@ -216,12 +216,14 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
         normalized.port = components.port
         var policy: String?
         let tenant: AuthorityTenant?
+        // Hints keep the given scheme and port (a loopback test provider is http with a port).
+        let origin = "\(scheme)://\(host)" + (components.port.map { ":\($0)" } ?? "")
         switch resolvedType {
         case .aad:
             guard let first = segments.first else {
                 throw .internal(
                     .invalidAuthority,
-                    "An Entra ID authority needs a tenant: https://\(host)/{common|organizations|consumers|<tenant id or domain>}."
+                    "An Entra ID authority needs a tenant: \(origin)/{common|organizations|consumers|<tenant id or domain>}."
                 )
             }
             let segment = AuthorityTenant(segment: first)
@@ -238,7 +240,7 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
             guard rest.count >= 2 else {
                 throw .internal(
                     .invalidAuthority,
-                    "A B2C authority needs a tenant and a policy: https://\(host)/tfp/<tenant>/<policy> or https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>."
+                    "A B2C authority needs a tenant and a policy: \(origin)/tfp/<tenant>/<policy> or https://<tenant>.b2clogin.com/<tenant>.onmicrosoft.com/<policy>."
                 )
             }
             let environment = components.port.map { "\(host):\($0)" } ?? host
@@ -254,7 +256,7 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
             policy = rest[1]
         case .adfs:
             guard first == "adfs" else {
-                throw .internal(.invalidAuthority, "An AD FS authority is https://\(host)/adfs.")
+                throw .internal(.invalidAuthority, "An AD FS authority is \(origin)/adfs.")
             }
             normalized.path = "/adfs"
             tenant = nil

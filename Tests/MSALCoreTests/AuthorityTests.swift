@@ -45,6 +45,24 @@ struct AuthorityTests {
         #expect(try Authority(url).isLoopback)
     }
 
+    @Test("The hint of an authority without its tenant, policy or path keeps the given scheme and port", arguments: [
+        ("http://127.0.0.1:8765", AuthorityType.aad, "http://127.0.0.1:8765/{common|organizations|consumers|<tenant id or domain>}"),
+        ("https://login.microsoftonline.com", .aad, "https://login.microsoftonline.com/{common|"),
+        ("http://localhost:9000/", .b2c, "http://localhost:9000/tfp/<tenant>/<policy>"),
+        ("https://fs.contoso.com:8443/", .adfs, "https://fs.contoso.com:8443/adfs."),
+    ])
+    func hintKeepsOrigin(url: String, type: AuthorityType, hint: String) {
+        do {
+            _ = try Authority(url, type: type)
+            Issue.record("\(url) was accepted")
+        } catch let error as MSALError {
+            #expect(error == .internal(.invalidAuthority, ""))
+            #expect(error.message.contains(hint), "\(error.message)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
     @Test("Bad authorities are clear invalidAuthority errors", arguments: [
         "not a url", "login.microsoftonline.com/common", "ftp://example.com/x", "http://example.com/issuer",
         "http://127.0.0.1.example.com/x", "https://login.microsoftonline.com", "https://example.com/x?y=1", "",
