@@ -99,7 +99,8 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     /// The OAuth `error` field from the server (RFC 6749 §5.2), e.g. `invalid_grant`.
     public var oauthError: String?
-    /// The server's `error_description`, as sent.
+    /// The server's `error_description`, as sent except for anything that looks like a token (a JWT,
+    /// a run of 48 or more base64url characters and dots), which is replaced by `<redacted>`.
     public var oauthErrorDescription: String?
     /// Entra ID's `suberror` field, e.g. `basic_action`, `consent_required`.
     public var subError: String?
@@ -183,6 +184,19 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `error_description`, terminal escapes) are replaced by spaces, so it stays one line.
     public var description: String {
         MSALError.oneLine(rawDescription)
+    }
+
+    /// `text` from a server (an `error_description`) with what looks like a token replaced by
+    /// `<redacted>`: a JWT (`eyJ…` with its dot-separated parts) and any run of 48 or more
+    /// base64url characters and dots (refresh tokens, authorization codes; GUIDs, host names, and
+    /// URLs, broken by `/` and `:`, are not). A server should never echo a credential in an error;
+    /// if one does, it stays out of messages and logs.
+    /// - Returns: the text, redacted.
+    package static func redactingTokens(_ text: String) -> String {
+        guard text.utf8.count >= 20 else { return text }
+        return text
+            .replacing(#/eyJ[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]*){1,4}/#, with: "<redacted>")
+            .replacing(#/[A-Za-z0-9_\-.]{48,}/#, with: "<redacted>")
     }
 
     /// `text` with every control character (C0, DEL, C1) replaced by a space.

@@ -60,7 +60,8 @@ enum ServerResponse {
         guard let object = value.objectValue else { throw invalid("with JSON that is not an object") }
 
         if let oauthError = object["error"]?.stringValue, !oauthError.isEmpty {
-            let description = object["error_description"]?.stringValue
+            // A server should never echo a token in its error; if one does, it is redacted here.
+            let description = object["error_description"]?.stringValue.map(MSALError.redactingTokens)
             let code: MSALError.Code = interactionRequiredErrors.contains(oauthError) ? .interactionRequired : .serverError
             var message = "The \(endpoint) (\(host())) answered HTTP \(status) with error '\(oauthError)'"
             if let description, !description.isEmpty {

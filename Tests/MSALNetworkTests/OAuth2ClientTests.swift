@@ -239,6 +239,23 @@ struct OAuth2ClientTests {
         #expect(array.message.contains("not an object"))
     }
 
+    @Test("A token a server echoes in its error_description is redacted from the message, the description field and the error's text; the rest of it stays")
+    func echoedTokenRedacted() async throws {
+        let jwt = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0."
+        let refreshToken = "0.AXkAv4j5cvGGr0GRqy180BHbR8ZbKmoREiIzM0RERVVWZmYAAA.AgABAAEAAAD--DLA3VO7QrddgJg7WevrAgDs_wQA9P"
+        let guid = "8a0f2b6c-1d3e-4f5a-9b7c-0d1e2f3a4b5c"
+        let url = "https://login.microsoftonline.com/common/oauth2/v2.0/authorize?client_id=6a5b2c8e"
+        let error = try await redeemError(.json(400, """
+            {"error":"invalid_grant","error_description":"AADSTS70000: bad token \(jwt) rt=\(refreshToken) Trace ID: \(guid) See \(url)"}
+            """))
+        for text in [error.message, error.description, error.oauthErrorDescription ?? ""] {
+            #expect(!text.contains("eyJ") && !text.contains("AgABAAEAAAD"), "\(text)")
+            #expect(text.contains("AADSTS70000: bad token <redacted> rt=<redacted> Trace ID: \(guid) See \(url)"), "\(text)")
+        }
+        #expect(MSALError.redactingTokens("AADSTS50126: Error validating credentials due to invalid username or password.")
+            == "AADSTS50126: Error validating credentials due to invalid username or password.")
+    }
+
     @Test("5xx: JSON error keeps its fields; JSON without error is an invalid response")
     func serverErrors() async throws {
         let unavailable = try await redeemError(.json(503, #"{"error":"temporarily_unavailable","error_description":"try later"}"#))
