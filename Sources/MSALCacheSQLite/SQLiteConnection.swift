@@ -66,7 +66,7 @@ final class SQLiteConnection {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             advice = "The token cache '\(path)' is damaged. Open it again (e.g. restart the program): swift-msal then moves it aside and starts an empty cache; users will sign in again."
         case SQLITE_CANTOPEN:
-            advice = "The token cache '\(path)' cannot be opened. Check that its directory exists and is writable by this user."
+            advice = "The token cache '\(path)' cannot be opened. " + cannotOpenAdvice(path: path)
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
             advice = "The token cache '\(path)' is not writable. Make the file, its -wal and -shm files and its directory writable by this user."
         case SQLITE_FULL:
@@ -77,6 +77,19 @@ final class SQLiteConnection {
             advice = "SQLite failed on the token cache '\(path)'."
         }
         return .internal(.cacheError, "\(advice) (SQLite error \(code) while \(doing): \(sqliteMessage))")
+    }
+
+    /// What to check when SQLite cannot open `path`: the file's read and write permission when it
+    /// exists and this user lacks one of them (`access(2)`), else its directory.
+    static func cannotOpenAdvice(path: String) -> String {
+        if access(path, F_OK) == 0 {
+            let readable = access(path, R_OK) == 0, writable = access(path, W_OK) == 0
+            if !readable || !writable {
+                let missing = !readable && !writable ? "readable or writable" : (!readable ? "readable" : "writable")
+                return "The file exists but is not \(missing) by this user: fix its permissions (chmod u+rw), or choose another path."
+            }
+        }
+        return "Check that its directory exists and is writable by this user."
     }
 
     /// Runs SQL without results (several statements allowed).
