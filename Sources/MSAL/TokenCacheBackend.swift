@@ -92,6 +92,8 @@ public enum TokenCacheBackend: Sendable {
         }
         let path = EncryptedFileTokenCacheStore.defaultPath()
         do {
+            // The store makes its files on the first change: ask now whether it could.
+            try EncryptedFileTokenCacheStore.checkCanCreateFiles(at: path)
             let store = try EncryptedFileTokenCacheStore(
                 path: path, keySource: .keyFile(path: EncryptedFileTokenCacheStore.defaultKeyFilePath(forCachePath: path)),
                 accessGroup: accessGroup)

@@ -139,6 +139,33 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         TokenCacheLocation.dataDirectory(environment: environment) + "/msal_cache.bin"
     }
 
+    /// Checks, creating nothing, that files can be made at `path` by this user: the nearest
+    /// existing folder on the way to it is a directory this user can write to and enter, and `path`
+    /// itself, when it exists, is not a directory. What the default backend chain asks before it
+    /// picks the encrypted file (whose files are made only by the first change).
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` saying which folder or file is in the way.
+    package static func checkCanCreateFiles(at path: String) throws(MSALError) {
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw .internal(.cacheError, "The token cache path '\(path)' is a directory.")
+        }
+        var folder = (path as NSString).deletingLastPathComponent
+        while !folder.isEmpty {
+            if stat(folder, &info) == 0 {
+                guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                    throw .internal(.cacheError, "The token cache '\(path)' cannot be created: '\(folder)' is not a directory.")
+                }
+                guard access(folder, W_OK | X_OK) == 0 else {
+                    throw .internal(.cacheError, "The token cache '\(path)' cannot be created: this user cannot write to '\(folder)'.")
+                }
+                return
+            }
+            let parent = (folder as NSString).deletingLastPathComponent
+            if parent == folder { break }
+            folder = parent
+        }
+    }
+
     /// The key file that goes with a cache file when none is named: `<cache path>.key`, beside it.
     /// - Returns: the path.
     public static func defaultKeyFilePath(forCachePath path: String) -> String {

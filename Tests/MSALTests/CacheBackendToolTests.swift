@@ -165,6 +165,20 @@ struct CacheBackendChoiceToolTests {
         #expect(try accounts.usernames() == [LocalIdentityProvider.demoUser.username])
     }
 
+    @Test("auto without a keyring: reading accounts of a cache that does not exist yet creates no cache and no key file")
+    func defaultChainReadCreatesNothing() async throws {
+        let directory = TemporaryDirectory()
+        let data = directory.path("data")
+        let environment = ["XDG_DATA_HOME": data, "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory.path("no-bus"))"]
+        let run = try await ToolRun.run(
+            ["accounts", "--client-id", "a", "--authority", "http://127.0.0.1:9/organizations", "--authority-type", "aad",
+             "--cache-backend", "auto", "--output", "json"], environment: environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try run.usernames() == [])
+        let made = (FileManager.default.enumerator(atPath: data)?.allObjects as? [String] ?? []).filter { $0.hasPrefix("msal/msal_cache") }
+        #expect(made == [], "\(made)")
+    }
+
     @Test("auto with neither a keyring nor a writable data directory: exit 1, cacheUnavailable telling the app to choose")
     func defaultChainExhausted() async throws {
         let directory = TemporaryDirectory()
