@@ -76,7 +76,7 @@ enum DevProvider {
         provider.isControlAPIEnabled = true
         let store = try options.statePath.map { (path: String) throws(UsageError) in try StateFile(path: path) }
         if let store {
-            if let saved = try store.read() { try provider.restorePersistentState(saved) }
+            try store.restore(into: provider)
             provider.onStateChange { store.save(provider) }
         }
         // Signals are handled by dispatch sources, not by the default action (termination).
@@ -195,6 +195,18 @@ final class StateFile: Sendable {
         return data
     }
 
+    /// Loads the saved state, when the file exists, into `provider`.
+    /// - Throws: ``UsageError`` when the file cannot be read; ``StateFileError`` when it is not a
+    ///   saved provider state (it is left as it is: nothing is written before this succeeds).
+    func restore(into provider: LocalIdentityProvider) throws {
+        guard let data = try read() else { return }
+        do {
+            try provider.restorePersistentState(data)
+        } catch {
+            throw StateFileError(path: path, problem: StateFileError.problem(in: data))
+        }
+    }
+
     /// Writes the provider's state soon, off the request's thread.
     func save(_ provider: LocalIdentityProvider) {
         queue.async { self.write(provider) }
@@ -216,5 +228,85 @@ final class StateFile: Sendable {
             Console.err("msal dev-provider: could not replace '\(path)': \(String(cString: strerror(errno)))")
             unlink(temporary)
         }
+    }
+}
+
+/// A `--state` file that is not a saved provider state: a one-line message naming the file and
+/// what is wrong with it (never its values), saying it was left untouched and what to do; exit 1.
+struct StateFileError: Error, CustomStringConvertible {
+    /// The path as given to `--state`.
+    let path: String
+    /// What is wrong, e.g. `not JSON` or `missing field 'version'`.
+    let problem: String
+
+    var description: String {
+        "--state '\(path)' is not a saved provider state (\(problem)); the file was left untouched. "
+            + "Give another --state path, or delete the file to start fresh."
+    }
+
+    /// What is wrong with `data`, which `LocalIdentityProvider.restorePersistentState` refused.
+    /// The provider decides what it accepts; this only explains its refusal, from the shape of
+    /// the JSON its `persistentState()` writes (Docs/DevProvider.md).
+    static func problem(in data: Data) -> String {
+        guard let root = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return "not JSON" }
+        guard root is [String: Any] else { return "not a JSON object" }
+        do {
+            let shape = try JSONDecoder().decode(Shape.self, from: data)
+            if shape.version != 1 { return "version \(shape.version); this msal reads version 1" }
+        } catch let DecodingError.keyNotFound(key, context) {
+            return "missing field '\(fieldPath(context.codingPath + [key]))'"
+        } catch let DecodingError.valueNotFound(_, context) {
+            return "field '\(fieldPath(context.codingPath))' is null"
+        } catch let DecodingError.typeMismatch(type, context) {
+            return "field '\(fieldPath(context.codingPath))' is not \(typeName(type))"
+        } catch let DecodingError.dataCorrupted(context) {
+            return "field '\(fieldPath(context.codingPath))' is not valid"
+        } catch {}
+        return "its fields do not match the saved state's schema"
+    }
+
+    /// `refresh_tokens[0].client_id`.
+    private static func fieldPath(_ path: [any CodingKey]) -> String {
+        var text = ""
+        for key in path {
+            if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+        }
+        return text.isEmpty ? "(top level)" : text
+    }
+
+    private static func typeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        case is [Any].Type: "an array"
+        default: type is [String: Any].Type ? "an object" : "of the expected type"
+        }
+    }
+
+    /// The fields of the saved state (version 1), to name the one that is wrong.
+    private struct Shape: Decodable {
+        struct User: Decodable {
+            var username: String
+            var object_id: String
+            var tenant_id: String
+            var name: String
+        }
+        struct RefreshToken: Decodable {
+            var refresh_token: String
+            var username: String
+            var client_id: String
+            var scopes: [String]
+            var issued_at: Double
+            var expires_at: Double
+            var revoked: Bool
+            var family_id: String?
+        }
+        var version: Int
+        var users: [User]
+        var tenants: [String]
+        var domains: [String: String]
+        var guests: [String: [String: String]]
+        var refresh_tokens: [RefreshToken]
     }
 }

@@ -85,6 +85,32 @@ struct ToolTests {
         #expect(run.stderr.contains("usage error"))
     }
 
+    @Test("A --state file that is not a saved provider state: exit 1, one line naming the file and what is wrong; the file is left untouched",
+          arguments: [
+            ("garbage\n", "not JSON"),
+            ("{}", "missing field 'version'"),
+            (#"{"version":1,"users":[],"tenants":[],"domains":{},"guests":{},"refresh_tokens":[{"refresh_token":"RT-SECRET-1","username":"a"}]}"#,
+             "missing field 'refresh_tokens[0].client_id'"),
+          ])
+    func corruptStateFile(contents: String, problem: String) async throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path("st.json")
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+        let run = try await msal("dev-provider", "--state", path)
+        #expect(run.status == 1)
+        #expect(run.stdout.isEmpty, "it must not start: \(run.stdout)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("--state '\(path)' is not a saved provider state (\(problem))"), "\(run.stderr)")
+        #expect(run.stderr.contains("left untouched"))
+        #expect(run.stderr.contains("another --state path") && run.stderr.contains("delete the file"))
+        for leak in ["DecodingError", "CodingKeys", "Debug description", "internal.invalidParameter", "RT-SECRET-1"] {
+            #expect(!run.stderr.contains(leak), "\(run.stderr)")
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == contents)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["st.json"])
+    }
+
     @Test("A bad scope is reported as such even when no account is signed in", arguments: ["a b", "e\u{01}"])
     func badScopeBeforeAccount(scope: String) async throws {
         let run = try await msal("token", "--client-id", "app", "--scope", scope)
