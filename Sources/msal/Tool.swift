@@ -119,17 +119,23 @@ enum Tool {
             redirect = components.string
         }
         guard let redirect else { return nil }
+        // A custom scheme (myapp://, msauth.<application ID>://) cannot reach the tool's listener:
+        // refused as not loopback before RedirectURI checks what that scheme would need.
+        if let scheme = URLComponents(string: redirect)?.scheme?.lowercased(), scheme != "http", scheme != "https" {
+            throw UsageError(message: loopbackRedirectNeeded)
+        }
         let parsed: RedirectURI
         do {
             parsed = try RedirectURI(redirect, applicationID: nil)
         } catch {
             throw UsageError(message: "--redirect-uri: \(error.message)")
         }
-        guard parsed.isLoopback else {
-            throw UsageError(message: "msal login needs a loopback redirect URI (http://127.0.0.1[:port][/path] or http://localhost[:port][/path])")
-        }
+        guard parsed.isLoopback else { throw UsageError(message: loopbackRedirectNeeded) }
         return redirect
     }
+
+    /// The usage error for a redirect URI the tool cannot listen on.
+    static let loopbackRedirectNeeded = "msal login needs a loopback redirect URI (http://127.0.0.1[:port][/path] or http://localhost[:port][/path])"
 
     static func run(_ options: Options) async throws {
         let (application, authority) = try makeApplication(options)

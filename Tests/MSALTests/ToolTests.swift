@@ -85,6 +85,16 @@ struct ToolTests {
         #expect(run.stderr.contains("usage error"))
     }
 
+    @Test("A redirect URI with a custom scheme, msauth included, is refused as not loopback",
+          arguments: ["myapp://auth", "msauth.com.x.y://auth", "msauth.com.contoso.App://auth"])
+    func customSchemeRedirect(uri: String) async throws {
+        let run = try await msal("login", "--no-browser", "--client-id", "a", "--scope", "s", "--redirect-uri", uri)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("msal login needs a loopback redirect URI"), "\(run.stderr)")
+        #expect(!run.stderr.contains("application ID"))
+        #expect(run.stderr.split(separator: "\n").count == 1)
+    }
+
     @Test("A --state file that is not a saved provider state: exit 1, one line naming the file and what is wrong; the file is left untouched",
           arguments: [
             ("garbage\n", "not JSON"),
