@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -11,14 +12,22 @@ import MSALTestSupport
 /// only: device-code sign-in (playing the user), a silent token from the cache, a forced refresh,
 /// an interactive sign-in (playing the browser), and the account list. Tokens are never printed, only their length.
 enum Demo {
-    static func run(output: OutputFormat) async throws {
+    /// Runs the demo, printing text. Its token cache (which holds the local provider's refresh
+    /// tokens) is in a new folder `msal-demo-<UUID>`, mode 0700, in the temporary directory
+    /// (`$TMPDIR`, default `/tmp`); the folder is removed when the demo ends or fails, and when
+    /// SIGINT or SIGTERM stops it (the process then exits 130 or 143).
+    static func run() async throws {
         @Sendable func step(_ text: String) { Console.out(text) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-demo-\(UUID().uuidString)")
+        // Armed before the folder exists: `defer` does not run when a signal ends the process.
+        let cleanup = SignalCleanup(removing: directory)
+        defer { cleanup.disarm() }  // after the removal below (defers run last first)
+        defer { SignalCleanup.remove(directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let provider = LocalIdentityProvider()
         provider.deviceCodeInterval = 1
         try provider.start()
         defer { provider.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-demo-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
         let cachePath = directory.appendingPathComponent("msal_cache.sqlite").path
 
         let authority = try Authority(provider.authority(tenant: "organizations"), type: .aad)
@@ -82,5 +91,55 @@ enum Demo {
     private static func show(_ result: AuthenticationResult, _ step: (String) -> Void) {
         step("   token source \(result.tokenSource.rawValue), expires \(result.expiresOn.iso8601UTC), scopes \(result.scopes.joined(separator: " "))")
         step("   account \(result.account.username ?? "-") (\(result.account.identifier)), access token \(result.accessToken.count) characters (not shown)")
+    }
+}
+
+/// Removes a folder and exits when SIGINT or SIGTERM arrives, with 128 + the signal's number (130,
+/// 143: what a shell shows for a process the signal ended). The signals are ignored while it is
+/// armed and handled by Dispatch signal sources on a queue of their own, so the removal is
+/// ordinary code, not code in a C signal handler.
+final class SignalCleanup: @unchecked Sendable {
+    // @unchecked: `sources` is set in init and only read by `disarm`, on the caller's thread.
+    private let sources: [any DispatchSourceSignal]
+    private static let signals = [SIGINT, SIGTERM]
+
+    /// Arms the handling: from now on SIGINT or SIGTERM removes `directory` and exits.
+    init(removing directory: URL) {
+        let queue = DispatchQueue(label: "msal.demo.signals")
+        sources = Self.signals.map { number in
+            // Ignored first, so the default action (termination) does not win over the source.
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler {
+                let name = number == SIGINT ? "SIGINT" : "SIGTERM"
+                if SignalCleanup.remove(directory) {
+                    Console.err("msal demo: stopped by \(name); removed its temporary cache folder \(directory.path)")
+                } else {
+                    Console.err("msal demo: stopped by \(name); could not remove its temporary cache folder \(directory.path): delete it (it holds the local provider's refresh tokens)")
+                }
+                exit(128 + number)
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    /// Stops the handling and gives the signals their default action back.
+    func disarm() {
+        for source in sources { source.cancel() }
+        for number in Self.signals { signal(number, SIG_DFL) }
+    }
+
+    /// Removes `directory` and what is in it; tries again briefly when the demo, still running on
+    /// another thread, adds a file (an SQLite journal) while it is being removed. Returns whether
+    /// it is gone.
+    @discardableResult
+    static func remove(_ directory: URL) -> Bool {
+        for _ in 0..<20 {
+            try? FileManager.default.removeItem(at: directory)
+            if !FileManager.default.fileExists(atPath: directory.path) { return true }
+            usleep(10_000)
+        }
+        return false
     }
 }

@@ -237,7 +237,9 @@ struct Options {
       migrate-adal          move the users of an ADAL cache (the Azure CLI's accessTokens.json, or ADAL's
                             keyed items in the cache store) to the MSAL cache, entry by entry, without
                             signing in again
-      demo                  run the whole flow against a local Entra-compatible provider
+      demo                  run the whole flow against a local Entra-compatible provider (its token
+                            cache is a temporary folder under $TMPDIR, default /tmp, removed when it
+                            ends, also on Ctrl-C or SIGTERM)
       dev-provider          serve the local Entra-compatible provider until stopped ('msal dev-provider --help')
 
     options:

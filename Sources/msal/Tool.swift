@@ -33,7 +33,7 @@ enum Tool {
             case "help":
                 Console.out(Options.usage)
             case "demo":
-                try await Demo.run(output: options.output)
+                try await Demo.run()
             case "dev-provider":
                 try await DevProvider.run(arguments: options.commandArguments)
             default:

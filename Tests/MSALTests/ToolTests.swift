@@ -17,7 +17,9 @@ struct ToolTests {
     /// Runs the tool with a fresh cache file and no MSAL_* variables from the outer environment.
     func msal(_ arguments: String...) async throws -> Run { try await msal(arguments) }
 
-    func msal(_ arguments: [String]) async throws -> Run {
+    /// Runs the tool with a fresh cache file, no MSAL_* variables from the outer environment, and
+    /// `environment` added.
+    func msal(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Run {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tool first: swift build --product msal")
         let directory = TemporaryDirectory()
         let process = Process()
@@ -25,6 +27,7 @@ struct ToolTests {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
         environment["MSAL_CACHE"] = directory.path("cache.sqlite")
+        environment.merge(extra) { _, added in added }
         process.environment = environment
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

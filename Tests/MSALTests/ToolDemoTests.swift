@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// `msal demo` stopped by a signal: its temporary cache folder (an SQLite cache holding the local
+/// provider's refresh tokens) is removed, and the exit status is 128 + the signal's number.
+@Suite("msal demo cleans up its temporary folder when a signal stops it")
+struct ToolDemoTests {
+    @Test("SIGINT exits 130 and SIGTERM 143, and no msal-demo folder remains",
+          arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    func signalRemovesFolder(signal number: Int32, status expected: Int32) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ToolTests.binary), "build the tool first: swift build --product msal")
+        // The demo runs about a second after its cache file appears (the device code's poll
+        // interval); on a busy machine it may finish before the signal lands: then run it again.
+        for _ in 1...3 {
+            let parent = TemporaryDirectory()
+            let run = try await Self.demo(interruptedBy: number, temporaryDirectory: parent)
+            if run.reason == .exit && run.status == 0 { continue }
+            #expect(run.reason == .exit, "ended by a signal, not an exit: \(run.stderr)")
+            #expect(run.status == expected, "\(run.stderr)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: parent.url.path)
+            #expect(left.isEmpty, "left behind: \(left)")
+            #expect(run.stderr.contains("removed its temporary cache folder"), "\(run.stderr)")
+            return
+        }
+        Issue.record("the demo finished before the signal reached it, three times")
+    }
+
+    @Test("A demo that runs to the end leaves no msal-demo folder either")
+    func finishedDemoRemovesFolder() async throws {
+        let parent = TemporaryDirectory()
+        let run = try await ToolTests().msal(["demo"], environment: ["TMPDIR": parent.url.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("Demo finished"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: parent.url.path).isEmpty)
+    }
+
+    struct Run {
+        let reason: Process.TerminationReason
+        let status: Int32
+        let stderr: String
+    }
+
+    /// Starts `msal demo` with `TMPDIR` set to `temporaryDirectory`, waits until its cache file
+    /// exists there, sends `signal`, and waits for the process to end.
+    static func demo(interruptedBy signal: Int32, temporaryDirectory: TemporaryDirectory) async throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ToolTests.binary)
+        process.arguments = ["demo"]
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
+        environment["TMPDIR"] = temporaryDirectory.url.path
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        defer { closePipes(out, err) }
+        let (ended, finish) = AsyncStream.makeStream(of: (Process.TerminationReason, Int32).self)
+        process.terminationHandler = {
+            finish.yield(($0.terminationReason, $0.terminationStatus))
+            finish.finish()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning, Date() < deadline {
+            let folders = (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory.url.path)) ?? []
+            if let folder = folders.first(where: { $0.hasPrefix("msal-demo-") }),
+               FileManager.default.fileExists(atPath: temporaryDirectory.url.appendingPathComponent(folder).appendingPathComponent("msal_cache.sqlite").path) {
+                kill(process.processIdentifier, signal)
+                break
+            }
+            try await Task.sleep(nanoseconds: 5_000_000)
+        }
+        if process.isRunning, Date() >= deadline { process.terminate() }
+        var iterator = ended.makeAsyncIterator()
+        let (reason, status) = try #require(await iterator.next())
+        return Run(reason: reason, status: status,
+                   stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+}
