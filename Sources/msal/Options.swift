@@ -83,6 +83,9 @@ struct Options {
         }
         while index < arguments.count {
             let argument = arguments[index]
+            // An option the command does not use is refused before its value is read (so
+            // `token --timeout -1` is told where --timeout applies, not what it accepts).
+            if let problem = notApplicable(argument, to: command) { throw UsageError(message: problem) }
             switch argument {
             case "--device-code": options.deviceCode = true
             case "--authority": options.authority = try value(for: argument)
@@ -136,28 +139,16 @@ struct Options {
             }
             index += 1
         }
+        // The demo brings its own provider, client, scopes and temporary cache: no option and no
+        // MSAL_* variable applies to it.
+        if options.command == "demo" { return options }
         // An empty variable counts as unset.
         func fallback(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        if options.migrateFrom != nil && options.command != "migrate-adal" {
-            throw UsageError(message: "--from applies to 'migrate-adal' only (for 'token', name an ADAL cache with --adal-cache)")
-        }
-        if options.adalCache != nil && options.command != "token" {
-            throw UsageError(message: "--adal-cache applies to 'token' only (to migrate a whole ADAL cache, run 'msal migrate-adal --from PATH')")
-        }
-        if options.adalKeyed && options.command != "token" && options.command != "migrate-adal" {
-            throw UsageError(message: "--adal-keyed applies to 'token' and 'migrate-adal' only")
-        }
         if options.command == "migrate-adal" {
             guard (options.migrateFrom != nil) != options.adalKeyed else {
                 throw UsageError(message: options.adalKeyed
                     ? "'migrate-adal' migrates one source: --from PATH or --adal-keyed, not both"
                     : "'migrate-adal' needs --from PATH (the Azure CLI's ADAL cache is ~/.azure/accessTokens.json) or --adal-keyed (ADAL's keyed items in the cache store)")
-            }
-            if options.authority != nil || options.authorityType != nil {
-                throw UsageError(message: "--authority and --authority-type do not apply to 'migrate-adal': each entry is redeemed at its own _authority")
-            }
-            if !options.scopes.isEmpty {
-                throw UsageError(message: "--scope does not apply to 'migrate-adal': each entry asks for <resource>/.default")
             }
         }
         if options.command == "token", options.adalCache != nil || options.adalKeyed, options.account == nil {
@@ -201,21 +192,72 @@ struct Options {
             }
             options.authorityType = type
         }
-        if options.deviceCode && options.command != "login" {
-            throw UsageError(message: "--device-code applies to 'login' only")
-        }
+        // (Which command each option applies to was checked while parsing: optionCommands.)
         let interactiveOnly = options.redirectURI != nil || options.port != nil || options.prompt != nil
             || options.loginHint != nil || options.noBrowser || options.timeout != nil
-        if interactiveOnly && (options.command != "login" || options.deviceCode) {
-            throw UsageError(message: "--redirect-uri, --port, --prompt, --login-hint, --no-browser and --timeout apply to interactive 'login' only")
-        }
-        if options.forceRefresh && options.command != "token" {
-            throw UsageError(message: "--force-refresh applies to 'token' only")
+        if interactiveOnly && options.deviceCode {
+            throw UsageError(message: "--redirect-uri, --port, --prompt, --login-hint, --no-browser and --timeout apply to interactive 'login' only, not with --device-code")
         }
         if (options.command == "login" || options.command == "token") && options.scopes.isEmpty {
             throw UsageError(message: "'\(options.command)' needs at least one --scope")
         }
         return options
+    }
+
+    /// The commands that use each option (`--help` applies everywhere; `demo` uses none). Another
+    /// command is refused the option with a usage error saying where it applies.
+    static let optionCommands: [String: [String]] = {
+        let signedIn = ["login", "token", "accounts", "logout"]
+        let cached = signedIn + ["migrate-adal"]
+        return [
+            "--device-code": ["login"],
+            "--authority": signedIn,
+            "--authority-type": signedIn,
+            "--client-id": cached,
+            "--known-authority": cached,
+            "--from": ["migrate-adal"],
+            "--adal-cache": ["token"],
+            "--adal-keyed": ["token", "migrate-adal"],
+            "--scope": ["login", "token"],
+            "--account": ["token", "logout"],
+            "--cache": cached,
+            "--cache-backend": cached,
+            "--cache-key-file": cached,
+            "--access-group": cached,
+            "--force-refresh": ["token"],
+            "--output": cached,
+            "--redirect-uri": ["login"],
+            "--port": ["login"],
+            "--prompt": ["login"],
+            "--login-hint": ["login"],
+            "--no-browser": ["login"],
+            "--timeout": ["login"],
+        ]
+    }()
+
+    /// The usage error for `option` given to `command`, or `nil` when the command uses it (or
+    /// the option is unknown: that is reported as such).
+    static func notApplicable(_ option: String, to command: String) -> String? {
+        guard let commands = optionCommands[option], !commands.contains(command) else { return nil }
+        if command == "demo" {
+            return "\(option) does not apply to 'demo': it takes no options (it runs on its own local provider, client, scope and temporary cache, and prints text)"
+        }
+        switch (option, command) {
+        case ("--authority", "migrate-adal"), ("--authority-type", "migrate-adal"):
+            return "--authority and --authority-type do not apply to 'migrate-adal': each entry is redeemed at its own _authority"
+        case ("--scope", "migrate-adal"):
+            return "--scope does not apply to 'migrate-adal': each entry asks for <resource>/.default"
+        case ("--from", _):
+            return "--from applies to 'migrate-adal' only (for 'token', name an ADAL cache with --adal-cache)"
+        case ("--adal-cache", _):
+            return "--adal-cache applies to 'token' only (to migrate a whole ADAL cache, run 'msal migrate-adal --from PATH')"
+        case ("--redirect-uri", _), ("--port", _), ("--prompt", _), ("--login-hint", _), ("--no-browser", _), ("--timeout", _):
+            return "\(option) applies to 'login' only (an interactive sign-in, not --device-code)"
+        default:
+            let names = commands.map { "'\($0)'" }
+            let list = names.count == 1 ? names[0] : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]
+            return "\(option) applies to \(list) only"
+        }
     }
 
     private static func cacheBackend(_ raw: String, from source: String) throws(UsageError) -> CacheBackendName {
@@ -237,12 +279,12 @@ struct Options {
       migrate-adal          move the users of an ADAL cache (the Azure CLI's accessTokens.json, or ADAL's
                             keyed items in the cache store) to the MSAL cache, entry by entry, without
                             signing in again
-      demo                  run the whole flow against a local Entra-compatible provider (its token
-                            cache is a temporary folder under $TMPDIR, default /tmp, removed when it
-                            ends, also on Ctrl-C or SIGTERM)
+      demo                  run the whole flow against a local Entra-compatible provider (takes no
+                            options; its token cache is a temporary folder under $TMPDIR, default /tmp,
+                            removed when it ends, also on Ctrl-C or SIGTERM)
       dev-provider          serve the local Entra-compatible provider until stopped ('msal dev-provider --help')
 
-    options:
+    options (each applies only to the commands that use it; another command refuses it, exit 2):
       --authority URL             authority (env MSAL_AUTHORITY; default https://login.microsoftonline.com/common)
       --authority-type TYPE       aad, oidc, b2c or adfs; inferred from the URL when absent (env MSAL_AUTHORITY_TYPE)
       --client-id ID              application (client) ID (env MSAL_CLIENT_ID)
@@ -271,7 +313,7 @@ struct Options {
       --login-hint NAME           login: pre-fill the username
       --no-browser                login: print the URL instead of opening a browser; still listen
       --timeout SECONDS           login: how long to wait for the redirect (default 300)
-      --output json|text          output format (default text)
+      --output json|text          output format (default text); not for demo
 
     exit codes: 0 success, 1 error, 2 usage error, 3 interaction required
     """

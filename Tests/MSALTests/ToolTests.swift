@@ -88,6 +88,29 @@ struct ToolTests {
         #expect(run.stderr.contains("usage error"))
     }
 
+    @Test("An option the command does not use is a usage error saying where it applies, before its value is checked",
+          arguments: [
+            (["demo", "--output", "json"], "--output does not apply to 'demo'"),
+            (["demo", "--output", "text"], "--output does not apply to 'demo'"),
+            (["demo", "--scope", "x"], "--scope does not apply to 'demo'"),
+            (["demo", "--cache", "/tmp/x.sqlite"], "--cache does not apply to 'demo'"),
+            (["demo", "--client-id", "a"], "--client-id does not apply to 'demo'"),
+            (["demo", "--force-refresh"], "--force-refresh does not apply to 'demo'"),
+            (["accounts", "--client-id", "a", "--scope", "x"], "--scope applies to 'login' and 'token' only"),
+            (["accounts", "--client-id", "a", "--account", "bob"], "--account applies to 'token' and 'logout' only"),
+            (["token", "--client-id", "a", "--scope", "s", "--timeout", "-1"], "--timeout applies to 'login' only"),
+            (["accounts", "--client-id", "a", "--timeout", "5"], "--timeout applies to 'login' only"),
+            (["login", "--client-id", "a", "--scope", "s", "--timeout", "-1"], "--timeout must be a positive number of seconds"),
+            (["accounts", "--client-id", "a", "--force-refresh"], "--force-refresh applies to 'token' only"),
+          ])
+    func optionNotUsed(arguments: [String], message: String) async throws {
+        let run = try await msal(arguments)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("msal: usage error: \(message)"), "\(run.stderr)")
+        #expect(run.stderr.split(separator: "\n").count == 1)
+        #expect(run.stdout.isEmpty)
+    }
+
     @Test("A redirect URI with a custom scheme, msauth included, is refused as not loopback",
           arguments: ["myapp://auth", "msauth.com.x.y://auth", "msauth.com.contoso.App://auth"])
     func customSchemeRedirect(uri: String) async throws {
