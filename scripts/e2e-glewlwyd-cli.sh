@@ -123,8 +123,8 @@ EOF
 
 # ---------------------------------------------------------------- checks
 
-COMMON=(--authority "$GLEWLWYD_ISSUER" --authority-type oidc --client-id "$GLEWLWYD_CLIENT_ID"
-  --scope email --output json)
+COMMON=(--authority "$GLEWLWYD_ISSUER" --authority-type oidc --client-id "$GLEWLWYD_CLIENT_ID" --output json)
+SCOPES=(--scope email)
 CACHE=$WORK/cache.sqlite
 echo "# msal: $MSAL_BIN"
 echo "# authority: $GLEWLWYD_ISSUER, client: $GLEWLWYD_CLIENT_ID, user: $GLEWLWYD_USERNAME"

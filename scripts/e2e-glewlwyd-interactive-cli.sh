@@ -94,8 +94,8 @@ after_login() { # CACHE LABEL SECRET...
 
 # ---------------------------------------------------------------- checks
 
-COMMON=(--authority "$GLEWLWYD_ISSUER" --authority-type oidc --client-id "$GLEWLWYD_CLIENT_ID"
-  --scope email --output json)
+COMMON=(--authority "$GLEWLWYD_ISSUER" --authority-type oidc --client-id "$GLEWLWYD_CLIENT_ID" --output json)
+SCOPES=(--scope email)
 echo "# msal: $MSAL_BIN"
 echo "# authority: $GLEWLWYD_ISSUER, client: $GLEWLWYD_CLIENT_ID, user: $GLEWLWYD_USERNAME"
 echo "# redirect URI: $REDIRECT_URI"

@@ -5,6 +5,8 @@
 #   E2E_NAME      the script's name, for bail messages
 #   MSAL_BIN, ENV_FILE, RUN_TIMEOUT, PROMPT_TIMEOUT
 #   COMMON        the options every msal run gets (array)
+#   SCOPES        the options only login and token take, e.g. (--scope email) (array; msal
+#                 refuses options a command does not use)
 # and optionally:
 #   E2E_SECRET_CODES=1   also hide authorization codes (?code=..., a JSON "code" field)
 #   E2E_DIAG_KEEP=tail   diag_file shows the last 20 lines instead of the first 20
@@ -113,7 +115,9 @@ run_msal() { # CACHE ARGS...
   OUT=$WORK/run$N.out
   ERR=$WORK/run$N.err
   RC=0
-  timeout "$RUN_TIMEOUT" "$MSAL_BIN" "$@" "${COMMON[@]}" --cache "$cache" >"$OUT" 2>"$ERR" || RC=$?
+  local scopes=()
+  [[ ${1:-} == login || ${1:-} == token ]] && scopes=("${SCOPES[@]}")
+  timeout "$RUN_TIMEOUT" "$MSAL_BIN" "$@" "${COMMON[@]}" "${scopes[@]}" --cache "$cache" >"$OUT" 2>"$ERR" || RC=$?
 }
 
 start_login() { # CACHE ARGS...: msal login in the background; sets OUT, ERR, LOGIN_PID
@@ -122,7 +126,7 @@ start_login() { # CACHE ARGS...: msal login in the background; sets OUT, ERR, LO
   N=$((N + 1))
   OUT=$WORK/run$N.out
   ERR=$WORK/run$N.err
-  "$MSAL_BIN" login "$@" "${COMMON[@]}" --cache "$cache" >"$OUT" 2>"$ERR" &
+  "$MSAL_BIN" login "$@" "${COMMON[@]}" "${SCOPES[@]}" --cache "$cache" >"$OUT" 2>"$ERR" &
   LOGIN_PID=$!
 }
 
