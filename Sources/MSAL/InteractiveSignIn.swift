@@ -213,7 +213,7 @@ final class PendingAuthorizations: Sendable {
                     }
                     Task { [weak self] in
                         try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1_000_000_000))
-                        self?.finish(state: state, with: .failure(MSALError.internal(.timeout, "No redirect arrived within \(Int(timeout)) seconds; the sign-in was abandoned.")))
+                        self?.finish(state: state, with: .failure(MSALError.internal(.timeout, "No redirect arrived within \(secondsPhrase(timeout)); the sign-in was abandoned.")))
                     }
                     if Task.isCancelled {
                         finish(state: state, with: .failure(MSALError(.userCanceled, message: "The sign-in was canceled.")))

@@ -62,3 +62,11 @@ public final class ManualWallClock: WallClock {
         current.withLock { $0 = date }
     }
 }
+
+/// A duration for a message: `"1 second"`, `"300 seconds"`, `"0.5 seconds"` (whole numbers without
+/// a decimal point).
+/// - Returns: the number and the unit, singular for exactly 1.
+package func secondsPhrase(_ seconds: Double) -> String {
+    let number = seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+    return number + (seconds == 1 ? " second" : " seconds")
+}

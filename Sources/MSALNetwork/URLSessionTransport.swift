@@ -124,7 +124,7 @@ public final class URLSessionTransport: HTTPTransport {
         case .urlError(let error):
             switch error.code {
             case .timedOut:
-                return .internal(.timeout, "\(host) did not answer within \(formatSeconds(timeout)) seconds.")
+                return .internal(.timeout, "\(host) did not answer within \(secondsPhrase(timeout)).")
             case .cancelled:
                 return MSALError(.userCanceled, message: "The request to \(host) was canceled.")
             case .cannotConnectToHost:

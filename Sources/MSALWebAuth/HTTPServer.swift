@@ -347,7 +347,7 @@ public final class LoopbackHTTPServer: Sendable {
 
     private func answerTimeout(_ fd: Int32, received: Int) {
         guard received > 0 else { return }
-        let response = HTTPServerResponse.text("The request was not received within \(readTimeout) seconds.\n", status: 408)
+        let response = HTTPServerResponse.text("The request was not received within \(secondsPhrase(readTimeout)).\n", status: 408)
         send(response.serialized(), on: fd)
         lingeringClose(fd)
     }

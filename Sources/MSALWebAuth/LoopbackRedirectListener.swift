@@ -107,7 +107,7 @@ public final class LoopbackRedirectListener: Sendable {
             }
             let timeout = self.timeout
             let timer = DispatchWorkItem { [weak self] in
-                self?.finish(.failure(.internal(.timeout, "No sign-in response reached the redirect URI within \(Self.format(timeout)) seconds.")))
+                self?.finish(.failure(.internal(.timeout, "No sign-in response reached the redirect URI within \(secondsPhrase(timeout)).")))
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeout), execute: timer)
             state.server = server

@@ -32,3 +32,13 @@ struct WallClockTests {
         #expect(clock.approximateNow() == Date(timeIntervalSince1970: 1_301))
     }
 }
+
+@Suite("Durations in messages")
+struct SecondsPhraseTests {
+    @Test("One second is singular; other whole numbers have no decimal point; fractions keep theirs", arguments: [
+        (1.0, "1 second"), (2.0, "2 seconds"), (300.0, "300 seconds"), (0.5, "0.5 seconds"), (0.0, "0 seconds"), (1.5, "1.5 seconds"),
+    ])
+    func phrase(seconds: Double, expected: String) {
+        #expect(secondsPhrase(seconds) == expected)
+    }
+}
