@@ -333,8 +333,9 @@ extension LocalIdentityProvider {
     }
 }
 
-/// The JSON of ``LocalIdentityProvider/persistentState()``.
-struct PersistentState: Codable {
+/// The JSON of ``LocalIdentityProvider/persistentState()``. Package-visible so that `msal
+/// dev-provider` names the field a damaged state file gets wrong, from this one schema.
+package struct PersistentState: Codable {
     struct SavedUser: Codable {
         var username: String
         var objectID: String
@@ -367,7 +368,7 @@ struct PersistentState: Codable {
         }
     }
 
-    var version: Int
+    package var version: Int
     var users: [SavedUser]
     var tenants: [String]
     var domains: [String: String]

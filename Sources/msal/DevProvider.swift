@@ -251,7 +251,7 @@ struct StateFileError: Error, CustomStringConvertible {
         guard let root = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return "not JSON" }
         guard root is [String: Any] else { return "not a JSON object" }
         do {
-            let shape = try JSONDecoder().decode(Shape.self, from: data)
+            let shape = try JSONDecoder().decode(PersistentState.self, from: data)
             if shape.version != 1 { return "version \(shape.version); this msal reads version 1" }
         } catch let DecodingError.keyNotFound(key, context) {
             return "missing field '\(fieldPath(context.codingPath + [key]))'"
@@ -282,31 +282,5 @@ struct StateFileError: Error, CustomStringConvertible {
         case is [Any].Type: "an array"
         default: type is [String: Any].Type ? "an object" : "of the expected type"
         }
-    }
-
-    /// The fields of the saved state (version 1), to name the one that is wrong.
-    private struct Shape: Decodable {
-        struct User: Decodable {
-            var username: String
-            var object_id: String
-            var tenant_id: String
-            var name: String
-        }
-        struct RefreshToken: Decodable {
-            var refresh_token: String
-            var username: String
-            var client_id: String
-            var scopes: [String]
-            var issued_at: Double
-            var expires_at: Double
-            var revoked: Bool
-            var family_id: String?
-        }
-        var version: Int
-        var users: [User]
-        var tenants: [String]
-        var domains: [String: String]
-        var guests: [String: [String: String]]
-        var refresh_tokens: [RefreshToken]
     }
 }
