@@ -40,7 +40,10 @@ import Darwin
 /// Sources: the cache file layout of ``EncryptedCacheFormat`` (NIST SP 800-38D for GCM, RFC 7914
 /// for scrypt); msal-extensions' `FilePersistenceWithDataProtection` / `LibsecretPersistence`
 /// (an encrypted blob of MSAL's unified JSON behind a `<path>.lock` `CrossPlatLock`).
-public final class EncryptedFileTokenCacheStore: TokenCacheStore {
+///
+/// Its mirror (`dump`, debuggers) shows the path and the access group only, never the key or
+/// passphrase it holds.
+public final class EncryptedFileTokenCacheStore: TokenCacheStore, CustomReflectable {
     /// Where the file's key comes from. Its description and mirror never show a passphrase or key
     /// bytes.
     public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
@@ -82,12 +85,11 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     private let ownWrites = Atomic<UInt64>(0)
     /// The last passphrase-derived key and the KDF (parameters and salt) it was derived with.
     private let derived = Mutex<(kdf: KDFInfo, key: EncryptedCacheKey)?>(nil)
-    /// The key read from (or written to) the key file of ``KeySource/keyFile(path:)``, once it was needed.
-    private let keyFileKey = Mutex<EncryptedCacheKey?>(nil)
 
     private enum ResolvedSource: Sendable {
         case key(EncryptedCacheKey)
-        /// Read when a file needs it (kept in ``keyFileKey``); created only with a new cache file.
+        /// Read each time a file needs it (32 bytes, against decrypting the whole cache), so a key
+        /// file that was deleted or replaced is seen; created only with a new cache file.
         case keyFile(path: String)
         case passphrase(String, ScryptParameters)
     }
@@ -120,14 +122,16 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
             source = .keyFile(path: keyPath)
             // An existing key file is checked now (mode, length): its errors come at once.
             var info = stat()
-            if stat(keyPath, &info) == 0 {
-                let key = try Self.loadOrCreateKeyFile(keyPath)
-                keyFileKey.withLock { $0 = key }
-            }
+            if stat(keyPath, &info) == 0 { _ = try Self.loadOrCreateKeyFile(keyPath) }
         case let .passphrase(passphrase, parameters):
             _ = try parameters.validatedMemoryLimit()
             source = .passphrase(passphrase, parameters)
         }
+    }
+
+    /// `path` and `accessGroup`; the key source is left out (it may hold a passphrase or key).
+    public var customMirror: Mirror {
+        Mirror(self, children: ["path": path, "accessGroup": accessGroup], displayStyle: .class)
     }
 
     /// The default location of the encrypted cache: `msal_cache.bin` in
@@ -156,7 +160,7 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
                     throw .internal(.cacheError, "The token cache '\(path)' cannot be created: '\(folder)' is not a directory.")
                 }
                 guard access(folder, W_OK | X_OK) == 0 else {
-                    throw .internal(.cacheError, "The token cache '\(path)' cannot be created: this user cannot write to '\(folder)'.")
+                    throw .internal(.cacheError, "The token cache '\(path)' cannot be created: this user cannot write to or enter '\(folder)'.")
                 }
                 return
             }
@@ -250,22 +254,34 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
     ) throws(MSALError) -> (document: Document, contents: TokenCacheContents, kdf: KDFInfo?, key: EncryptedCacheKey?) {
         guard let data else { return (.binary(BinaryCacheDocument()), TokenCacheContents(), nil, nil) }
         var used: (KDFInfo, EncryptedCacheKey)?
+        var missingKeyPath: String?
         let plaintext: Data
         let version: UInt8
         do {
             (plaintext, version) = try EncryptedCacheFormat.openVersioned(data) { (kdf: KDFInfo) throws(MSALError) -> EncryptedCacheKey in
+                var info = stat()
+                if case let .keyFile(keyPath) = self.source, kdf == .rawKey, stat(keyPath, &info) != 0 {
+                    missingKeyPath = keyPath
+                    throw self.missingKeyFile(keyPath)
+                }
                 let key = try self.key(for: kdf)
                 used = (kdf, key)
                 return key
             }
         } catch {
             // A format version this code does not read says what to do itself (upgrade); the key is not at fault.
+            // A missing key file's error says what to do itself.
+            if missingKeyPath != nil { throw error }
             let advice: String
+            // Starts as a cache does (perhaps cut short), or is something else altogether.
+            let startsAsCache = data.starts(with: EncryptedCacheFormat.magic) || EncryptedCacheFormat.magic.starts(with: data)
             if EncryptedCacheFormat.hasUnreadableVersion(data) {
                 advice = ""
-            } else if !data.starts(with: EncryptedCacheFormat.magic) {
+            } else if !startsAsCache {
                 // Not a cache at all (another program's file, a JSON or SQLite cache): not ours to delete.
                 advice = " Choose another path for the encrypted cache (or the backend that wrote this file)."
+            } else if data.count < EncryptedCacheFormat.minimumLength {
+                advice = ""  // truncated: its message says what to do
             } else {
                 advice = " Use the right key or passphrase, or delete the file to start over; users will sign in again."
             }
@@ -322,19 +338,19 @@ public final class EncryptedFileTokenCacheStore: TokenCacheStore {
         }
     }
 
-    /// The key of the key file at `keyPath`, read once and kept; when `creating` (a new cache file
-    /// is being written) a missing key file is created with a random key.
+    /// The key of the key file at `keyPath`, read now; when `creating` (a new cache file is being
+    /// written) a missing key file is created with a random key.
     private func keyFromFile(_ keyPath: String, creating: Bool) throws(MSALError) -> EncryptedCacheKey {
-        if let kept = keyFileKey.withLock({ $0 }) { return kept }
         var info = stat()
-        if !creating, stat(keyPath, &info) != 0 {
-            throw .internal(
-                .cacheError,
-                "The key file '\(keyPath)' of the encrypted token cache '\(path)' does not exist, so the cache cannot be decrypted; swift-msal created no new key and left the cache file untouched. Restore the key file or name the right one (EncryptedFileKey.keyFile(path:), msal --cache-key-file), or delete the cache file to start over; users will sign in again.")
-        }
-        let key = try Self.loadOrCreateKeyFile(keyPath)
-        keyFileKey.withLock { $0 = key }
-        return key
+        if !creating, stat(keyPath, &info) != 0 { throw missingKeyFile(keyPath) }
+        return try Self.loadOrCreateKeyFile(keyPath)
+    }
+
+    /// The error for an existing cache file whose key file is missing.
+    private func missingKeyFile(_ keyPath: String) -> MSALError {
+        .internal(
+            .cacheError,
+            "The key file '\(keyPath)' of the encrypted token cache '\(path)' does not exist, so the cache cannot be decrypted; swift-msal created no new key and left the cache file untouched. Restore the key file or name the right one (EncryptedFileKey.keyFile(path:), msal --cache-key-file), or delete the cache file to start over; users will sign in again.")
     }
 
     /// Reads the key file at `keyPath`, or creates it with a random key (0600; directories 0700).

@@ -184,6 +184,7 @@ struct EncryptedFileTokenCacheStoreTests {
         let reopened = try make(directory, .keyFile)
         let error = cacheError { _ = try reopened.readAll() }
         #expect(error?.message.contains("'\(keyPath)'") == true && error?.message.contains("does not exist") == true)
+        #expect(error?.message.contains("passphrase") == false, "no advice meant for a wrong key or passphrase")
         _ = cacheError { try reopened.apply(EncSample.upsert("h.u")) }
         #expect(!FileManager.default.fileExists(atPath: keyPath), "no new key replaces the lost one")
         #expect(try Data(contentsOf: URL(fileURLWithPath: store.path)) == bytes)
@@ -208,6 +209,33 @@ struct EncryptedFileTokenCacheStoreTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == text)
         // The cache's own lock file may be made; no key file, no key lock file.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".key") } == [])
+    }
+
+    @Test("After the cache and key files are deleted to start over, the next change makes a new key file beside the new cache (no key kept in memory)")
+    func startOverWhileRunning() throws {
+        let directory = try EncTemporaryDirectory()
+        let keyPath = directory.file("keys/cache.key")
+        let store = try make(directory, .keyFile)
+        try store.apply(EncSample.upsert("h.t"))
+        #expect(try store.readAll().accessTokens.count == 1)
+        try FileManager.default.removeItem(atPath: store.path)
+        try FileManager.default.removeItem(atPath: keyPath)
+
+        try store.apply(EncSample.upsert("h.u"))
+        #expect(FileManager.default.fileExists(atPath: keyPath))
+        #expect(try make(directory, .keyFile).readAll().accessTokens.count == 1, "another process opens the new cache with the new key file")
+    }
+
+    @Test("An empty or cut-short cache file is reported as truncated, without advice meant for other files")
+    func truncatedAdvice() throws {
+        let directory = try EncTemporaryDirectory()
+        for bytes in [Data(), Data("MSAL".utf8), Data("MSALENC1".utf8) + Data([2]) + Data(repeating: 0, count: 20)] {
+            try bytes.write(to: URL(fileURLWithPath: directory.file("cache.bin")))
+            let error = cacheError { _ = try make(directory, .key).readAll() }
+            #expect(error?.message.contains("truncated") == true, "\(bytes.count) bytes: \(error?.message ?? "")")
+            #expect(error?.message.contains("Choose another path") == false)
+            #expect(error?.message.contains("passphrase") == false)
+        }
     }
 
     @Test("A group- or world-readable key file is refused", arguments: [0o644, 0o640, 0o604])
