@@ -100,7 +100,7 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The OAuth `error` field from the server (RFC 6749 §5.2), e.g. `invalid_grant`.
     public var oauthError: String?
     /// The server's `error_description`, as sent except for anything that looks like a token (a JWT,
-    /// a run of 48 or more base64url characters and dots), which is replaced by `<redacted>`.
+    /// or a long run of random base64url; see the error model), which is replaced by `<redacted>`.
     public var oauthErrorDescription: String?
     /// Entra ID's `suberror` field, e.g. `basic_action`, `consent_required`.
     public var subError: String?
@@ -187,16 +187,77 @@ public struct MSALError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `text` from a server (an `error_description`) with what looks like a token replaced by
-    /// `<redacted>`: a JWT (`eyJ…` with its dot-separated parts) and any run of 48 or more
-    /// base64url characters and dots (refresh tokens, authorization codes; GUIDs, host names, and
-    /// URLs, broken by `/` and `:`, are not). A server should never echo a credential in an error;
-    /// if one does, it stays out of messages and logs.
+    /// `<redacted>`. The text is cut into runs of the characters tokens are made of (letters,
+    /// digits, `-`, `_`, `.`, `+`, `!`, `*`, `$`); a run (less its trailing dots) is a token when it
+    /// starts with `eyJ` and has 20 or more characters (a JWT), or has 32 or more and, somewhere,
+    /// 16 or more letters and digits in a row with upper- and lowercase letters and digits among
+    /// them (random base64url: refresh tokens, codes, Microsoft account tokens). Words, dotted or
+    /// underscored names (permissions, domains, policies, exception types), GUIDs and home account
+    /// IDs have no such stretch; URLs and `key=value` pairs are cut at `:`, `/`, `=`.
+    /// A server should never echo a credential in an error; if one does, it stays out of messages
+    /// and logs.
     /// - Returns: the text, redacted.
     package static func redactingTokens(_ text: String) -> String {
-        guard text.utf8.count >= 20 else { return text }
-        return text
-            .replacing(#/eyJ[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]*){1,4}/#, with: "<redacted>")
-            .replacing(#/[A-Za-z0-9_\-.]{48,}/#, with: "<redacted>")
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 20 else { return text }
+        func isTokenByte(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "+"), UInt8(ascii: "!"), UInt8(ascii: "*"),
+                 UInt8(ascii: "$"):
+                true
+            default:
+                false
+            }
+        }
+        func looksLikeToken(_ run: ArraySlice<UInt8>) -> Bool {
+            if run.count >= 20, run.starts(with: Array("eyJ".utf8)) { return true }
+            guard run.count >= 32 else { return false }
+            // Some stretch of 16 or more letters and digits, between the other characters, holds
+            // upper- and lowercase letters and digits: random base64 does; a policy, permission or
+            // exception name's words do not.
+            var length = 0, upper = false, lower = false, digit = false
+            for byte in run {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"): upper = true
+                case UInt8(ascii: "a")...UInt8(ascii: "z"): lower = true
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = true
+                default:
+                    length = 0
+                    upper = false
+                    lower = false
+                    digit = false
+                    continue
+                }
+                length += 1
+                if length >= 16, upper, lower, digit { return true }
+            }
+            return false
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        var changed = false
+        while index < bytes.count {
+            guard isTokenByte(bytes[index]) else {
+                out.append(bytes[index])
+                index += 1
+                continue
+            }
+            var end = index
+            while end < bytes.count, isTokenByte(bytes[end]) { end += 1 }
+            var core = end  // the run less its trailing dots (the end of a sentence)
+            while core > index, bytes[core - 1] == UInt8(ascii: ".") { core -= 1 }
+            if looksLikeToken(bytes[index..<core]) {
+                out.append(contentsOf: Array("<redacted>".utf8))
+                out.append(contentsOf: bytes[core..<end])
+                changed = true
+            } else {
+                out.append(contentsOf: bytes[index..<end])
+            }
+            index = end
+        }
+        return changed ? String(decoding: out, as: UTF8.self) : text
     }
 
     /// `text` with every control character (C0, DEL, C1) replaced by a space.

@@ -35,7 +35,8 @@ public enum AuthorizationResponse: Sendable, Equatable, CustomStringConvertible,
         if let error = queryItems["error"] {
             return .error(
                 error: error,
-                description: queryItems["error_description"],
+                // A server should never echo a token in its error; if one does, it is redacted here.
+                description: queryItems["error_description"].map(MSALError.redactingTokens),
                 uri: queryItems["error_uri"],
                 subError: queryItems["suberror"] ?? queryItems["error_subcode"]
             )

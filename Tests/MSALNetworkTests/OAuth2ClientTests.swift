@@ -250,10 +250,29 @@ struct OAuth2ClientTests {
             """))
         for text in [error.message, error.description, error.oauthErrorDescription ?? ""] {
             #expect(!text.contains("eyJ") && !text.contains("AgABAAEAAAD"), "\(text)")
-            #expect(text.contains("AADSTS70000: bad token <redacted> rt=<redacted> Trace ID: \(guid) See \(url)"), "\(text)")
+            #expect(text.contains("AADSTS70000: bad token <redacted>. rt=<redacted> Trace ID: \(guid) See \(url)"), "\(text)")
         }
-        #expect(MSALError.redactingTokens("AADSTS50126: Error validating credentials due to invalid username or password.")
-            == "AADSTS50126: Error validating credentials due to invalid username or password.")
+    }
+
+    @Test("Token-shaped text is redacted; words, dotted names, GUIDs, home account IDs, URLs and times are kept", arguments: [
+        // Kept as they are.
+        ("AADSTS50126: Error validating credentials due to invalid username or password.", nil),
+        ("AADSTS65001: consent for DeviceManagementManagedDevices.PrivilegedOperations.All is missing.", nil),
+        ("AADSTS90002: Tenant 'contoso-research-and-development-westeurope.onmicrosoft.com' not found.", nil),
+        ("MSIS9612: Microsoft.IdentityServer.Web.Protocols.OAuth.Exceptions.OAuthInvalidRefreshTokenException was thrown.", nil),
+        ("Account 00000000-0000-0000-66f3-3332eca7ea81.72f988bf-86f1-41af-91ab-2d7cd011db47 was not found.", nil),
+        ("Trace ID: 6A5B2C8E-1111-2222-3333-444455556666 Timestamp: 2026-11-30 17:00:00Z", nil),
+        ("See https://login.microsoftonline.com/B2C_1A_signup_signin_with_phone_and_email/oauth2/v2.0/authorize", nil),
+        ("User MonkeyJoe.Smith has no access to the application.", nil),
+        // Redacted.
+        ("bad refresh token 0.AXkAv4j5cvGGr0GRqy180BHbR8ZbKmoREiIzM0RERVVWZmYAAA given", "bad refresh token <redacted> given"),
+        ("opaque 8xLOxBtZp8gqJ7QYxW2nZ0kR5dT1uVyAoCqEeMfHg3s rejected", "opaque <redacted> rejected"),
+        ("code=M.C5_BAY.0.U.-Cr7jQ!Pq*9XyGHk2tZbWq7RmN3vLpK8$hD4sT expired", "code=<redacted> expired"),
+        ("AADSTS90011: policy B2C_1A_TrustFrameworkExtensions_Localization2 is not valid.", nil),
+        ("token eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl.", "token <redacted>."),
+    ])
+    func redaction(text: String, expected: String?) {
+        #expect(MSALError.redactingTokens(text) == (expected ?? text))
     }
 
     @Test("5xx: JSON error keeps its fields; JSON without error is an invalid response")

@@ -65,6 +65,20 @@ struct AuthorizationResponseTests {
         #expect(error.oauthErrorDescription == "AADSTS65004: User declined to consent.")
     }
 
+    @Test("A token echoed in the redirect's error_description is redacted in the response, the error's message and its description")
+    func echoedTokenRedacted() throws {
+        let token = "0.AXkAv4j5cvGGr0GRqy180BHbR8ZbKmoREiIzM0RERVVWZmYAAA"
+        let response = try #require(AuthorizationResponse.parse(
+            queryItems: ["error": "invalid_request", "error_description": "AADSTS90014: bad login_hint \(token) given", "state": state],
+            expectedState: state
+        ))
+        let error = try #require(response.error)
+        for text in [String(describing: response), error.message, error.description, error.oauthErrorDescription ?? ""] {
+            #expect(!text.contains(token), "\(text)")
+        }
+        #expect(error.oauthErrorDescription == "AADSTS90014: bad login_hint <redacted> given")
+    }
+
     @Test("Entra's error_subcode=cancel on the authorize redirect is read as the suberror")
     func errorSubcode() throws {
         let response = try #require(AuthorizationResponse.parse(
