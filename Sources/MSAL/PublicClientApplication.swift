@@ -962,6 +962,14 @@ public final class PublicClientApplication: Sendable {
         try? sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) { () throws(MSALError) in try IDTokenClaims(jwt: jwt) }
     }
 
+    /// The claims of an assembled profile's ID token, decoded when the app first reads them: those
+    /// kept in ``sharedIDTokenClaims`` when there, else decoded for this profile alone. Nothing is
+    /// added to the shared table, so a profile read after ``remove(account:)`` emptied it does not
+    /// put a removed account's ID token back into memory the whole process shares.
+    static func profileClaims(_ jwt: String) -> IDTokenClaims? {
+        sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) ?? (try? IDTokenClaims(jwt: jwt))
+    }
+
     /// A token response's `client_info`, decoded once per distinct value (kept in ``sharedClientInfos``).
     /// - Throws: what ``ClientInfo/init(encoded:)`` throws; nothing is kept then.
     func decodedClientInfo(_ encoded: String) throws(MSALError) -> ClientInfo {
@@ -982,7 +990,7 @@ public final class PublicClientApplication: Sendable {
             if let idToken {
                 profiles.append(TenantProfile(
                     identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,
-                    isHomeTenant: isHome, idToken: idToken.secret, decode: Self.decodedClaims))
+                    isHomeTenant: isHome, idToken: idToken.secret, decode: Self.profileClaims))
             } else {
                 profiles.append(TenantProfile(
                     identifier: entry.localAccountID, tenantID: entry.realm, environment: entry.environment,

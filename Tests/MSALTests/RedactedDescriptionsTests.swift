@@ -56,9 +56,28 @@ struct RedactedDescriptionsTests {
         Self.expectNoSecret(launcher, [Self.environmentSecret, Self.passphrase, "GITHUB_TOKEN"])
         Self.expectNoSecret(parameters, [Self.environmentSecret, Self.passphrase, "GITHUB_TOKEN"])
         #expect(String(describing: launcher) == #"SystemBrowserLauncher(BROWSER: "firefox", environment: 3 variables, redacted)"#)
-        // The default launcher carries the process's own environment.
-        setenv("MSAL_REDACTION_PROBE", Self.environmentSecret, 1)
-        defer { unsetenv("MSAL_REDACTION_PROBE") }
-        Self.expectNoSecret(InteractiveTokenParameters(scopes: ["User.Read"]), [Self.environmentSecret])
+        // The default launcher carries the process's own environment: none of its values shows
+        // (read only: setting a variable while other tests read the environment is unsafe).
+        let values = ProcessInfo.processInfo.environment.values.filter { $0.count >= 12 }
+        Self.expectNoSecret(InteractiveTokenParameters(scopes: ["User.Read"]), Array(values))
+    }
+
+    @Test("dump of an application or of an encrypted-file store shows no passphrase, whether the backend or the store was configured")
+    func storeAndApplication() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-redaction-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fast = ScryptParameters(n: 1 << 10, r: 8, p: 1)
+        let store = try EncryptedFileTokenCacheStore(
+            path: directory.appendingPathComponent("store.bin").path, keySource: .passphrase(Self.passphrase, parameters: fast))
+        Self.expectNoSecret(store, [Self.passphrase])
+        #expect(Self.renderings(store)[2].contains("store.bin"))
+
+        let authority = try Authority("https://login.microsoftonline.com/common")
+        var configured = PublicClientApplicationConfiguration(clientID: "client", authority: authority, cacheStore: store)
+        Self.expectNoSecret(configured, [Self.passphrase])
+        Self.expectNoSecret(try PublicClientApplication(configuration: configured), [Self.passphrase])
+        configured = PublicClientApplicationConfiguration(clientID: "client", authority: authority)
+        configured.cacheBackend = .encryptedFile(path: directory.appendingPathComponent("backend.bin").path, key: .passphrase(Self.passphrase))
+        Self.expectNoSecret(try PublicClientApplication(configuration: configured), [Self.passphrase])
     }
 }

@@ -68,6 +68,17 @@ struct SharedDecodingTests {
         #expect(PublicClientApplication.sharedIDTokenClaims.value(for: JWTKey(jwt: broken)) == nil)
     }
 
+    @Test("An assembled profile's claims, read late (after a removal emptied the table), are decoded for it alone and not put back in the shared table")
+    func profileClaimsNotKept() throws {
+        let subject = UUID().uuidString
+        let jwt = jwt(subject: subject)
+        let profile = TenantProfile(
+            identifier: subject, tenantID: "0c2f8e4a-tenant", environment: "login.microsoftonline.com", isHomeTenant: true,
+            idToken: jwt, decode: PublicClientApplication.profileClaims)
+        #expect(profile.claims?.subject == subject)
+        #expect(PublicClientApplication.sharedIDTokenClaims.value(for: JWTKey(jwt: jwt)) == nil)
+    }
+
     @Test("Removing an account in any instance drops every decoded ID token and client_info the process keeps")
     func removalDropsDecodedValues() throws {
         let first = try application(), second = try application()
