@@ -15,7 +15,8 @@ enum Demo {
     /// Runs the demo, printing text. Its token cache (which holds the local provider's refresh
     /// tokens) is in a new folder `msal-demo-<UUID>`, mode 0700, in the temporary directory
     /// (`$TMPDIR`, default `/tmp`); the folder is removed when the demo ends or fails, and when
-    /// SIGINT or SIGTERM stops it (the process then exits 130 or 143).
+    /// SIGINT or SIGTERM stops it: its folder is removed, then the signal ends the process (a
+    /// shell shows 130 or 143).
     static func run() async throws {
         @Sendable func step(_ text: String) { Console.out(text) }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("msal-demo-\(UUID().uuidString)")
@@ -94,8 +95,8 @@ enum Demo {
     }
 }
 
-/// Removes a folder and exits when SIGINT or SIGTERM arrives, with 128 + the signal's number (130,
-/// 143: what a shell shows for a process the signal ended). The signals are ignored while it is
+/// Removes a folder when SIGINT or SIGTERM arrives, then lets the signal end the process (a shell
+/// shows 130 or 143, and knows the child was interrupted). The signals are ignored while it is
 /// armed and handled by Dispatch signal sources on a queue of their own, so the removal is
 /// ordinary code, not code in a C signal handler.
 final class SignalCleanup: @unchecked Sendable {
@@ -117,7 +118,16 @@ final class SignalCleanup: @unchecked Sendable {
                 } else {
                     Console.err("msal demo: stopped by \(name); could not remove its temporary cache folder \(directory.path): delete it (it holds the local provider's refresh tokens)")
                 }
-                exit(128 + number)
+                // Die by the signal itself (not exit(128 + n)), so a calling shell sees an
+                // interrupted child and stops its loop or script, as with any program on Ctrl-C.
+                // Dispatch blocks the signal to receive it; unblock it on this thread first.
+                signal(number, SIG_DFL)
+                var only = sigset_t()
+                sigemptyset(&only)
+                sigaddset(&only, number)
+                pthread_sigmask(SIG_UNBLOCK, &only, nil)
+                raise(number)
+                exit(128 + number)  // not reached: the default action ends the process
             }
             source.resume()
             return source
