@@ -126,7 +126,7 @@ struct ToolTests {
             ("garbage\n", "not JSON"),
             ("{}", "missing field 'version'"),
             (#"{"version":1,"users":[],"tenants":[],"domains":{},"guests":{},"refresh_tokens":[{"refresh_token":"RT-SECRET-1","username":"a"}]}"#,
-             "missing field 'refresh_tokens[0].client_id'"),
+             "missing field 'refresh_tokens[0].scopes'"),
           ])
     func corruptStateFile(contents: String, problem: String) async throws {
         let directory = TemporaryDirectory()
