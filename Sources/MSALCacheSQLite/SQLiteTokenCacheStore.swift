@@ -411,9 +411,16 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             String(validating: prefix.dropLast(cut), as: UTF8.self) != nil
         }
         guard isEncryptedCache || isText else { return }
+        // Name the backend that wrote another kind of token cache: the user likely picked the wrong one.
+        let firstByte = prefix.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
+        let hint = isEncryptedCache
+            ? " It is an encrypted swift-msal token cache: open it with the encrypted-file backend (msal --cache-backend encrypted-file)."
+            : firstByte == UInt8(ascii: "{")
+                ? " It looks like a JSON token cache (MSAL's JSON format): open it with the JSON file backend (msal --cache-backend json)."
+                : ""
         throw .internal(
             .cacheError,
-            "The file '\(path)' is not an SQLite database, so swift-msal left it untouched. Move it away or use another path for the token cache.")
+            "The file '\(path)' is not an SQLite database, so swift-msal left it untouched. Move it away or use another path for the token cache.\(hint)")
     }
 
     /// Up to `count` bytes from the start of the file, or `nil` when it cannot be read.

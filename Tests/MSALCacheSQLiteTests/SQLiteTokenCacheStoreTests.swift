@@ -130,6 +130,17 @@ struct SQLiteTokenCacheStoreTests {
         #expect {
             _ = try SQLiteTokenCacheStore(path: path)
         } throws: { isCacheError($0, containing: "is not an SQLite database") && isCacheError($0, containing: path) }
+        // Another kind of token cache is named, with the backend that opens it; other text is not.
+        let hint: String? = switch kind {
+        case .jsonCache: "open it with the JSON file backend (msal --cache-backend json)"
+        case .encryptedCache: "open it with the encrypted-file backend (msal --cache-backend encrypted-file)"
+        case .notes, .utf8TextCutInACharacter: nil
+        }
+        do {
+            _ = try SQLiteTokenCacheStore(path: path)
+        } catch {
+            #expect(hint.map { error.message.contains($0) } ?? !error.message.contains("backend"), "\(error.message)")
+        }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
         #expect(try permissions(path) == 0o644)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["notes.txt"])
