@@ -63,10 +63,16 @@ public final class ManualWallClock: WallClock {
     }
 }
 
-/// A duration for a message: `"1 second"`, `"300 seconds"`, `"0.5 seconds"` (whole numbers without
-/// a decimal point).
+/// A number of seconds for a message: `"300"`, `"0.5"` (whole numbers without a decimal point;
+/// values too large for `Int` as `Double` prints them).
+/// - Returns: the number, without a unit.
+package func secondsNumber(_ seconds: Double) -> String {
+    seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
+}
+
+/// A duration for a message: `"1 second"`, `"300 seconds"`, `"0.5 seconds"` (``secondsNumber(_:)``
+/// and the unit).
 /// - Returns: the number and the unit, singular for exactly 1.
 package func secondsPhrase(_ seconds: Double) -> String {
-    let number = seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
-    return number + (seconds == 1 ? " second" : " seconds")
+    secondsNumber(seconds) + (seconds == 1 ? " second" : " seconds")
 }

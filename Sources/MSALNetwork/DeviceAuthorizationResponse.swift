@@ -68,7 +68,7 @@ public struct DeviceAuthorizationResponse: Sendable, Hashable, CustomStringConve
     /// The user code, verification URI, expiry and interval; the device code shows as `<redacted>`.
     public var description: String {
         "DeviceAuthorizationResponse(userCode: \(userCode), verificationURI: \(verificationURI.absoluteString), "
-            + "expiresIn: \(formatSeconds(expiresIn)) s, interval: \(formatSeconds(interval)) s, deviceCode: <redacted>)"
+            + "expiresIn: \(secondsNumber(expiresIn)) s, interval: \(secondsNumber(interval)) s, deviceCode: <redacted>)"
     }
 
     /// The fields, with the device code redacted.

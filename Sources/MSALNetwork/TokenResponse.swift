@@ -101,9 +101,9 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     /// The token type, lifetimes, scope, correlation ID and which tokens are present; no token value.
     public var description: String {
         var parts = ["tokenType: \(tokenType)", "accessToken: <redacted>"]
-        if let expiresIn { parts.append("expiresIn: \(formatSeconds(expiresIn)) s") }
-        if let extendedExpiresIn { parts.append("extendedExpiresIn: \(formatSeconds(extendedExpiresIn)) s") }
-        if let refreshIn { parts.append("refreshIn: \(formatSeconds(refreshIn)) s") }
+        if let expiresIn { parts.append("expiresIn: \(secondsNumber(expiresIn)) s") }
+        if let extendedExpiresIn { parts.append("extendedExpiresIn: \(secondsNumber(extendedExpiresIn)) s") }
+        if let refreshIn { parts.append("refreshIn: \(secondsNumber(refreshIn)) s") }
         parts.append("refreshToken: \(refreshToken == nil ? "none" : "<redacted>")")
         parts.append("idToken: \(idToken == nil ? "none" : "<redacted>")")
         if let scope { parts.append("scope: \(scope)") }

@@ -144,8 +144,3 @@ public final class URLSessionTransport: HTTPTransport {
         }
     }
 }
-
-/// `30`, or `0.5` for fractions.
-func formatSeconds(_ seconds: TimeInterval) -> String {
-    seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
-}

@@ -67,7 +67,7 @@ public struct DeviceCodeFlow: Sendable {
             extraParameters: extraParameters, correlationID: correlationID
         )
         let expiresAt = clock.now().addingTimeInterval(authorization.expiresIn)
-        logger.info("Device code flow: the user signs in at \(authorization.verificationURI.absoluteString); the code expires in \(DeviceCodePolling.format(authorization.expiresIn)) s, polling every \(DeviceCodePolling.format(authorization.interval)) s, correlation ID \(correlationID)")
+        logger.info("Device code flow: the user signs in at \(authorization.verificationURI.absoluteString); the code expires in \(secondsNumber(authorization.expiresIn)) s, polling every \(secondsNumber(authorization.interval)) s, correlation ID \(correlationID)")
 
         do {
             try await onUserCode(authorization)
@@ -112,7 +112,7 @@ public struct DeviceCodeFlow: Sendable {
                     action = polling.received(oauthError: oauthError, now: clock.now())
                     switch action {
                     case .poll(let next):
-                        logger.debug("Device code flow: \(oauthError); next poll in \(DeviceCodePolling.format(next)) s")
+                        logger.debug("Device code flow: \(oauthError); next poll in \(secondsNumber(next)) s")
                     case .fail(var failure):
                         // An error the device grant does not define: keep the server's own mapping
                         // (e.g. invalid_grant stays interactionRequired).

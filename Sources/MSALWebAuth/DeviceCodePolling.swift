@@ -93,7 +93,7 @@ public struct DeviceCodePolling: Sendable {
         if now.addingTimeInterval(interval) > expiresAt {
             return finish(MSALError(
                 .internal, internalCode: .deviceCodeExpired,
-                message: "The device code expires at \(expiresAt.ISO8601Format()) (UTC), before the next poll in \(Self.format(interval)) s: the user did not finish signing in in time."
+                message: "The device code expires at \(expiresAt.ISO8601Format()) (UTC), before the next poll in \(secondsNumber(interval)) s: the user did not finish signing in in time."
             ))
         }
         return .poll(after: interval)
@@ -102,9 +102,5 @@ public struct DeviceCodePolling: Sendable {
     private mutating func finish(_ error: MSALError) -> Action {
         failure = error
         return .fail(error)
-    }
-
-    static func format(_ seconds: TimeInterval) -> String {
-        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 }

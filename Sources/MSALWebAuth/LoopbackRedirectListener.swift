@@ -225,8 +225,4 @@ public final class LoopbackRedirectListener: Sendable {
         }
         return (host, value)
     }
-
-    private static func format(_ seconds: TimeInterval) -> String {
-        seconds == seconds.rounded() && abs(seconds) < 1e15 ? String(Int(seconds)) : String(seconds)
-    }
 }
