@@ -898,12 +898,26 @@ public final class PublicClientApplication: Sendable {
             // Read before the lookups, so the stamp is never newer than the state they see (an
             // account stamped with the current revision is then that state's account).
             let origin = AccountOrigin(application: instanceNumber, revision: cache.lastSeenRevision())
-            let profiles = try cache.tenantProfiles(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
-            guard !profiles.isEmpty else { return nil }
-            // Its access tokens, so the account's lookups go straight to them while the cache
-            // stays at this state (the store was just checked).
-            let partitions = try cache.tokenPartitions(homeAccountID: homeAccountID, environment: environment, checkingStore: false)
-            return makeAccount(profiles, origin: origin, tokenPartitions: partitions)
+            let account: Account?
+            if let kept = cache.keptHomeDerivedValue(for: key, as: Account?.self) {
+                // No change touched the account's entries since it was assembled (the cache
+                // changed for other accounts): the same profiles, with this state's access tokens.
+                account = try kept.value.map { old throws(MSALError) in
+                    let partitions = try cache.tokenPartitions(homeAccountID: homeAccountID, environment: environment, checkingStore: false)
+                    return Account(
+                        identifier: old.identifier, username: old.username, environment: old.environment,
+                        tenantProfiles: old.tenantProfiles, origin: origin, tokenPartitions: partitions)
+                }
+            } else {
+                let profiles = try cache.tenantProfiles(homeAccountID: homeAccountID, environment: environment, clientID: configuration.clientID)
+                guard !profiles.isEmpty else { return nil }
+                // Its access tokens, so the account's lookups go straight to them while the cache
+                // stays at this state (the store was just checked).
+                let partitions = try cache.tokenPartitions(homeAccountID: homeAccountID, environment: environment, checkingStore: false)
+                account = makeAccount(profiles, origin: origin, tokenPartitions: partitions)
+            }
+            cache.keepHomeDerivedValue(account, for: key, homeAccountID: homeAccountID, environment: environment, revision: origin.revision)
+            return account
         }
     }
 
@@ -921,7 +935,7 @@ public final class PublicClientApplication: Sendable {
     /// (every other profile, the username and the identifiers come from entries the save did not
     /// touch), without reading every profile and its ID token again; it is kept for later calls.
     /// - Parameters:
-    ///   - previous: ``TokenCache/keptDerivedValue(for:as:)`` for `key`, read before the save.
+    ///   - previous: ``TokenCache/keptHomeDerivedValue(for:as:)`` for `key`, read before the save.
     ///   - saved: what the save did.
     ///   - key: ``accountKey(homeAccountID:environment:)`` of the account.
     ///   - realm: the realm of the saved ID token.
@@ -952,7 +966,7 @@ public final class PublicClientApplication: Sendable {
         let account = Account(
             identifier: old.identifier, username: old.username, environment: old.environment, tenantProfiles: profiles,
             origin: AccountOrigin(application: instanceNumber, revision: revisions.after), tokenPartitions: partitions)
-        cache.keepDerivedValue(Optional(account), for: key, revision: revisions.after)
+        cache.keepHomeDerivedValue(Optional(account), for: key, homeAccountID: key.first, environment: key.second, revision: revisions.after)
         return account
     }
 

@@ -41,11 +41,50 @@ public final class TokenCache: Sendable {
         /// more are dropped when there are many.
         var handedOut: [AccountTokenPartitions] = []
 
-        /// Records that ``index`` changed (or was dropped): derived values no longer hold.
+        /// Values derived from the entries of one (home account, environment) (an assembled
+        /// account), each with the revision it was derived at: unlike ``derived``, kept across
+        /// changes, and still those of the entries while none of the home's changed since.
+        var homeDerived: [DerivedValueKey: HomeDerivedValue] = [:]
+        /// The revision of the last change applied to ``index`` that touched each home's entries,
+        /// for changes since ``homeChangesSince``.
+        var homeChanges: [HomeEnvironment: UInt64] = [:]
+        /// The revision from which ``homeChanges`` is complete: a home not in it last changed at
+        /// this revision or before (a load, or a change whose effect is not known exactly, counts
+        /// as a change of every home).
+        var homeChangesSince: UInt64 = 0
+
+        /// Records that ``index`` changed in ways not known exactly (loaded, or dropped): derived
+        /// values no longer hold, those of every home included.
         mutating func indexChanged() {
             revision &+= 1
             if !derived.isEmpty { derived.removeAll() }
+            forgetHomeChanges()
             releaseHandedOutPartitions()
+        }
+
+        /// Records that a change touching only the entries of `homes` was applied to ``index``:
+        /// derived values no longer hold, except those of other homes in ``homeDerived``.
+        mutating func indexChanged(touching homes: [HomeEnvironment]) {
+            revision &+= 1
+            if !derived.isEmpty { derived.removeAll() }
+            for home in homes { homeChanges[home] = revision }
+            if homeChanges.count > TokenCache.derivedValueLimit { forgetHomeChanges() }
+            releaseHandedOutPartitions()
+        }
+
+        /// Counts every home as changed at the current revision.
+        private mutating func forgetHomeChanges() {
+            if !homeChanges.isEmpty { homeChanges.removeAll() }
+            if !homeDerived.isEmpty { homeDerived.removeAll() }
+            homeChangesSince = revision
+        }
+
+        /// The value kept for `key` in ``homeDerived``, when no change touched its home's entries
+        /// since it was derived.
+        func homeDerivedValue(for key: DerivedValueKey) -> (any AnyObject & Sendable)? {
+            guard let kept = homeDerived[key] else { return nil }
+            let lastChange = homeChanges[kept.home] ?? homeChangesSince
+            return lastChange <= kept.revision ? kept.box : nil
         }
 
         /// Empties the partitions handed out, which the next change makes stale anyway: accounts
@@ -339,13 +378,42 @@ public final class TokenCache: Sendable {
         try withState { state in state.revision }
     }
 
-    /// The value kept for `key` by ``derivedValue(for:checkingStore:_:)``, without building it and
-    /// without asking the store whether it changed, with the ``revision()`` it holds at.
-    /// - Returns: the value and revision, or `nil` when none of type `Value` is kept.
-    package func keptDerivedValue<Value: Sendable>(for key: DerivedValueKey, as type: Value.Type = Value.self) -> (value: Value, revision: UInt64)? {
+    /// A value derived from the entries of one home account in one environment (its account
+    /// entries, ID tokens and access tokens; such as the assembled account), kept by
+    /// ``keepHomeDerivedValue(_:for:homeAccountID:environment:revision:)``: returned as long as no
+    /// change touched those entries since it was derived, even when the cache changed otherwise
+    /// (a refresh of another account). Neither builds it nor asks the store whether it changed.
+    /// - Returns: the value, with the current ``revision()`` (at which it still holds); `nil` when
+    ///   none of type `Value` is kept for `key`, or the home's entries changed since (a load of
+    ///   the store counts as a change of every home).
+    package func keptHomeDerivedValue<Value: Sendable>(for key: DerivedValueKey, as type: Value.Type = Value.self) -> (value: Value, revision: UInt64)? {
         state.withLock { state in
-            guard state.index != nil, let box = state.derived[key] as? DerivedValueBox<Value> else { return nil }
+            guard state.index != nil, let box = state.homeDerivedValue(for: key) as? DerivedValueBox<Value> else { return nil }
             return (box.value, state.revision)
+        }
+    }
+
+    /// Keeps `value`, derived from the entries of the home account `homeAccountID` in `environment`
+    /// at `revision`, for ``derivedValue(for:checkingStore:_:)`` (until the next change) and for
+    /// ``keptHomeDerivedValue(for:as:)`` (until a change touches those entries), when the cache is
+    /// still at `revision`; otherwise does nothing.
+    /// - Parameters:
+    ///   - value: the value `derivedValue` would build at `revision`.
+    ///   - key: names the value; values of different types must not share a key.
+    ///   - homeAccountID: the home account whose entries `value` comes from (compared without case).
+    ///   - environment: their environment (compared without case).
+    ///   - revision: the revision `value` describes.
+    package func keepHomeDerivedValue<Value: Sendable>(
+        _ value: Value, for key: DerivedValueKey, homeAccountID: String, environment: String, revision: UInt64
+    ) {
+        let box = DerivedValueBox(value)  // allocated before the lock
+        let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
+        state.withLock { state in
+            guard state.revision == revision, state.index != nil else { return }
+            if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
+            state.derived[key] = box
+            if state.homeDerived.count >= Self.derivedValueLimit, state.homeDerived[key] == nil { state.homeDerived.removeAll() }
+            state.homeDerived[key] = HomeDerivedValue(home: home, box: box, revision: revision)
         }
     }
 
@@ -603,12 +671,14 @@ public final class TokenCache: Sendable {
         state.releaseHandedOutPartitions()
         let applied = stamps.before == state.stamp && state.index != nil
         if applied {
-            state.index!.apply(change)
+            var homes: [HomeEnvironment] = []
+            state.index!.apply(change, touching: &homes)
             state.stamp = stamps.after
+            state.indexChanged(touching: homes)
         } else {
             state.index = nil
+            state.indexChanged()
         }
-        state.indexChanged()
         logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
         return applied
     }
@@ -646,6 +716,13 @@ public struct DerivedValueKey: Hashable, Sendable {
         self.first = first
         self.second = second
     }
+}
+
+/// A value kept in `TokenCache.State.homeDerived`: its home, its box, and the revision it was derived at.
+private struct HomeDerivedValue {
+    let home: HomeEnvironment
+    let box: any AnyObject & Sendable
+    let revision: UInt64
 }
 
 /// A derived value in a class, so it is told apart by a class cast (cheaper than casting an existential).
@@ -752,14 +829,25 @@ struct CacheIndex: Sendable {
         self.contents.unreadableEntries = [:]
     }
 
-    mutating func apply(_ change: TokenCacheChange) {
-        for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
+    /// Applies `change`, and adds to `homes` each (home account, environment) whose entries it
+    /// changed: those of every entry it removed, replaced or inserted, app metadata aside (it
+    /// belongs to no account). A home may be added more than once.
+    mutating func apply(_ change: TokenCacheChange, touching homes: inout [HomeEnvironment]) {
+        for removal in change.removals { remove(kind: removal.kind, key: removal.key, touching: &homes) }
         for (key, entry) in change.keyedUpserts {
+            if case .appMetadata = entry {} else { Self.add(entry, to: &homes) }
             if replaceInPlace(entry, storedKey: key) { continue }
-            remove(kind: entry.kind, key: key)
+            remove(kind: entry.kind, key: key, touching: &homes)
             contents.insert(entry, storedKey: key)
             addToIndex(entry, storedKey: key)
         }
+    }
+
+    /// Adds the home of `entry` to `homes` unless it is the last one there (a change's entries
+    /// mostly belong to one account).
+    private static func add(_ entry: CacheEntry, to homes: inout [HomeEnvironment]) {
+        let home = HomeEnvironment(homeAccountID: entry.homeAccountID, environment: entry.environment)
+        if homes.last != home { homes.append(home) }
     }
 
     /// Replaces the entry stored under `key` by `entry` when both file under the same index keys
@@ -802,8 +890,9 @@ struct CacheIndex: Sendable {
         return true
     }
 
-    private mutating func remove(kind: CacheEntryKind, key: String) {
+    private mutating func remove(kind: CacheEntryKind, key: String, touching homes: inout [HomeEnvironment]) {
         guard let entry = contents.remove(kind: kind, key: key) else { return }
+        if case .appMetadata = entry {} else { Self.add(entry, to: &homes) }
         switch entry {
         case .accessToken(let value):
             let id = CredentialID(value)

@@ -258,4 +258,58 @@ struct TokenCacheIndexTests {
         #expect(try cache.revision() > before)
         #expect(cache.lastSeenRevision() == (try cache.revision()))
     }
+
+    @Test("A value kept for one home account survives changes to other accounts and is dropped by a change to its own entries (any case), a removal, a load, or another writer")
+    func homeDerivedValues() throws {
+        let store = InMemoryTokenCacheStore()
+        let cache = TokenCache(store: store)
+        let alice = Sample.home, bob = "0b0b0b0b-0000-4000-8000-0000000000b0.aaaaaaaa-0000-4000-8000-00000000aaaa"
+        let key = DerivedValueKey(kind: "account", alice, Sample.environment)
+        try cache.save(accessToken: Sample.accessToken(secret: "AT-A"), refreshToken: nil, idToken: nil, account: Sample.account(), appMetadata: nil)
+        try cache.save(accessToken: Sample.accessToken(home: bob, secret: "AT-B"), refreshToken: nil, idToken: nil, account: Sample.account(home: bob), appMetadata: nil)
+        /// Keeps `value` for Alice at the current revision, and checks it is kept.
+        func keep(_ value: String) throws {
+            cache.keepHomeDerivedValue(value, for: key, homeAccountID: alice, environment: Sample.environment, revision: try cache.revision())
+            #expect(cache.keptHomeDerivedValue(for: key, as: String.self)?.value == value)
+        }
+        func kept() -> String? { cache.keptHomeDerivedValue(for: key, as: String.self)?.value }
+
+        try keep("alice-1")
+        #expect(cache.keptHomeDerivedValue(for: key, as: Int.self) == nil)  // asked for as another type
+        // Bob's refresh (new tokens, an ID token, app metadata) leaves Alice's value.
+        try cache.save(
+            accessToken: Sample.accessToken(home: bob, secret: "AT-B2"), refreshToken: Sample.refreshToken(home: bob, secret: "RT-B"),
+            idToken: Sample.idToken(home: bob, secret: "ID-B"), account: Sample.account(home: bob),
+            appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: "1"))
+        #expect(kept() == "alice-1")
+        let revision = try cache.revision()
+        #expect(cache.keptHomeDerivedValue(for: key, as: String.self)?.revision == revision)  // held at the current revision
+        // Alice's ID token, saved under her home account ID in other case, drops it.
+        try cache.save(accessToken: nil, refreshToken: nil, idToken: Sample.idToken(home: alice.uppercased(), secret: "ID-A"), account: nil, appMetadata: nil)
+        #expect(kept() == nil)
+        // Each kind of change to her entries drops it: an access token, a refresh token, a removal.
+        try keep("alice-2")
+        try cache.save(accessToken: Sample.accessToken(target: "Mail.Read", secret: "AT-A2"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(kept() == nil)
+        try keep("alice-3")
+        try cache.save(accessToken: nil, refreshToken: Sample.refreshToken(secret: "RT-A"), idToken: nil, account: nil, appMetadata: nil)
+        #expect(kept() == nil)
+        try keep("alice-4")
+        try cache.remove([CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(target: "Mail.Read", secret: "").key)])
+        #expect(kept() == nil)
+        // Another writer changes the store (Bob's entries only): after the load nothing is known.
+        try keep("alice-5")
+        try TokenCache(store: store).save(accessToken: Sample.accessToken(home: bob, target: "Files.Read", secret: "AT-B3"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        _ = try cache.revision()  // checks the store, loads
+        #expect(kept() == nil)
+        // A value kept for a revision that is not the current one is not kept.
+        let old = try cache.revision()
+        try cache.save(accessToken: Sample.accessToken(home: bob, secret: "AT-B4"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        cache.keepHomeDerivedValue("stale", for: key, homeAccountID: alice, environment: Sample.environment, revision: old)
+        #expect(kept() == nil)
+        // Removing Alice's account drops what was kept for her.
+        try keep("alice-6")
+        try cache.removeAccount(homeAccountID: alice, environment: Sample.environment, clientID: Sample.clientID)
+        #expect(kept() == nil)
+    }
 }
