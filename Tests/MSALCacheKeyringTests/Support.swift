@@ -7,7 +7,13 @@ import Testing
 
 /// The tests that use the real keyring (skipped, or failed under MSAL_KEYRING_REQUIRED=1, when no
 /// Secret Service is reachable). Each test uses its own access group and lock directory.
-@Suite("Keyring (real Secret Service)", .enabled(if: Keyring.testsRun))
+///
+/// Serialized: the keyring calls block their thread until gnome-keyring answers, and it answers
+/// one call at a time (rewriting its file for each item written). Run side by side, these tests
+/// held both of the test process's cooperative threads on a 2-core machine for about a minute,
+/// and every other suite's tests waited behind them (the whole first `swift test` run of
+/// scripts/test.sh took 80 s, a loopback HTTP test 60 s; one after another: 50 s and 21 s).
+@Suite("Keyring (real Secret Service)", .enabled(if: Keyring.testsRun), .serialized)
 struct KeyringTests {}
 
 /// Whether the keyring tests can run, and how they reach the keyring.
