@@ -899,7 +899,7 @@ public final class PublicClientApplication: Sendable {
             // account stamped with the current revision is then that state's account).
             let origin = AccountOrigin(application: instanceNumber, revision: cache.lastSeenRevision())
             let account: Account?
-            if let kept = cache.keptHomeDerivedValue(for: key, as: Account?.self) {
+            if let kept = cache.keptHomeDerivedValue(for: key, homeAccountID: homeAccountID, environment: environment, as: Account?.self) {
                 // No change touched the account's entries since it was assembled (the cache
                 // changed for other accounts): the same profiles, with this state's access tokens.
                 account = try kept.value.map { old throws(MSALError) in
@@ -935,7 +935,7 @@ public final class PublicClientApplication: Sendable {
     /// (every other profile, the username and the identifiers come from entries the save did not
     /// touch), without reading every profile and its ID token again; it is kept for later calls.
     /// - Parameters:
-    ///   - previous: ``TokenCache/keptHomeDerivedValue(for:as:)`` for `key`, read before the save.
+    ///   - previous: ``TokenCache/keptHomeDerivedValue(for:homeAccountID:environment:as:)`` for `key`, read before the save.
     ///   - saved: what the save did.
     ///   - key: ``accountKey(homeAccountID:environment:)`` of the account.
     ///   - realm: the realm of the saved ID token.

@@ -163,7 +163,7 @@ extension PublicClientApplication {
         let appMetadata = AppMetadataEntry(clientID: clientID, environment: environment, familyID: response.familyID)
         // The account as kept before the save: after it, updated rather than assembled again.
         let accountKey = Self.accountKey(homeAccountID: homeAccountID, environment: environment)
-        let previousAccount = cache.keptHomeDerivedValue(for: accountKey, as: Account?.self)
+        let previousAccount = cache.keptHomeDerivedValue(for: accountKey, homeAccountID: homeAccountID, environment: environment, as: Account?.self)
         let saved = try cache.save(
             accessToken: accessToken, accessTokenScopes: granted, refreshToken: refreshToken, idToken: idToken,
             account: accountEntry, appMetadata: appMetadata)

@@ -42,23 +42,19 @@ public final class TokenCache: Sendable {
         var handedOut: [AccountTokenPartitions] = []
 
         /// Values derived from the entries of one (home account, environment) (an assembled
-        /// account), each with the revision it was derived at: unlike ``derived``, kept across
-        /// changes, and still those of the entries while none of the home's changed since.
-        var homeDerived: [DerivedValueKey: HomeDerivedValue] = [:]
-        /// The revision of the last change applied to ``index`` that touched each home's entries,
-        /// for changes since ``homeChangesSince``.
-        var homeChanges: [HomeEnvironment: UInt64] = [:]
-        /// The revision from which ``homeChanges`` is complete: a home not in it last changed at
-        /// this revision or before (a load, or a change whose effect is not known exactly, counts
-        /// as a change of every home).
-        var homeChangesSince: UInt64 = 0
+        /// account), by home and key: unlike ``derived``, kept across changes that do not touch
+        /// the home's entries. A value is put here only at the revision it describes, and dropped
+        /// (not only marked stale, so that nothing of a removed account stays in memory) by the
+        /// first change that touches its home, or by any change not known exactly: what is here
+        /// describes the current state.
+        var homeDerived: [HomeEnvironment: [DerivedValueKey: any AnyObject & Sendable]] = [:]
 
         /// Records that ``index`` changed in ways not known exactly (loaded, or dropped): derived
         /// values no longer hold, those of every home included.
         mutating func indexChanged() {
             revision &+= 1
             if !derived.isEmpty { derived.removeAll() }
-            forgetHomeChanges()
+            if !homeDerived.isEmpty { homeDerived.removeAll() }
             releaseHandedOutPartitions()
         }
 
@@ -67,24 +63,10 @@ public final class TokenCache: Sendable {
         mutating func indexChanged(touching homes: [HomeEnvironment]) {
             revision &+= 1
             if !derived.isEmpty { derived.removeAll() }
-            for home in homes { homeChanges[home] = revision }
-            if homeChanges.count > TokenCache.derivedValueLimit { forgetHomeChanges() }
+            if !homeDerived.isEmpty {
+                for home in homes { homeDerived[home] = nil }
+            }
             releaseHandedOutPartitions()
-        }
-
-        /// Counts every home as changed at the current revision.
-        private mutating func forgetHomeChanges() {
-            if !homeChanges.isEmpty { homeChanges.removeAll() }
-            if !homeDerived.isEmpty { homeDerived.removeAll() }
-            homeChangesSince = revision
-        }
-
-        /// The value kept for `key` in ``homeDerived``, when no change touched its home's entries
-        /// since it was derived.
-        func homeDerivedValue(for key: DerivedValueKey) -> (any AnyObject & Sendable)? {
-            guard let kept = homeDerived[key] else { return nil }
-            let lastChange = homeChanges[kept.home] ?? homeChangesSince
-            return lastChange <= kept.revision ? kept.box : nil
         }
 
         /// Empties the partitions handed out, which the next change makes stale anyway: accounts
@@ -383,19 +365,26 @@ public final class TokenCache: Sendable {
     /// ``keepHomeDerivedValue(_:for:homeAccountID:environment:revision:)``: returned as long as no
     /// change touched those entries since it was derived, even when the cache changed otherwise
     /// (a refresh of another account). Neither builds it nor asks the store whether it changed.
+    /// - Parameters:
+    ///   - key: names the value.
+    ///   - homeAccountID: the home account it was kept for (compared without case).
+    ///   - environment: the environment it was kept for (compared without case).
     /// - Returns: the value, with the current ``revision()`` (at which it still holds); `nil` when
     ///   none of type `Value` is kept for `key`, or the home's entries changed since (a load of
     ///   the store counts as a change of every home).
-    package func keptHomeDerivedValue<Value: Sendable>(for key: DerivedValueKey, as type: Value.Type = Value.self) -> (value: Value, revision: UInt64)? {
-        state.withLock { state in
-            guard state.index != nil, let box = state.homeDerivedValue(for: key) as? DerivedValueBox<Value> else { return nil }
+    package func keptHomeDerivedValue<Value: Sendable>(
+        for key: DerivedValueKey, homeAccountID: String, environment: String, as type: Value.Type = Value.self
+    ) -> (value: Value, revision: UInt64)? {
+        let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
+        return state.withLock { state in
+            guard state.index != nil, let box = state.homeDerived[home]?[key] as? DerivedValueBox<Value> else { return nil }
             return (box.value, state.revision)
         }
     }
 
     /// Keeps `value`, derived from the entries of the home account `homeAccountID` in `environment`
     /// at `revision`, for ``derivedValue(for:checkingStore:_:)`` (until the next change) and for
-    /// ``keptHomeDerivedValue(for:as:)`` (until a change touches those entries), when the cache is
+    /// ``keptHomeDerivedValue(for:homeAccountID:environment:as:)`` (until a change touches those entries), when the cache is
     /// still at `revision`; otherwise does nothing.
     /// - Parameters:
     ///   - value: the value `derivedValue` would build at `revision`.
@@ -412,8 +401,8 @@ public final class TokenCache: Sendable {
             guard state.revision == revision, state.index != nil else { return }
             if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
             state.derived[key] = box
-            if state.homeDerived.count >= Self.derivedValueLimit, state.homeDerived[key] == nil { state.homeDerived.removeAll() }
-            state.homeDerived[key] = HomeDerivedValue(home: home, box: box, revision: revision)
+            if state.homeDerived.count >= Self.derivedValueLimit, state.homeDerived[home] == nil { state.homeDerived.removeAll() }
+            state.homeDerived[home, default: [:]][key] = box
         }
     }
 
@@ -716,13 +705,6 @@ public struct DerivedValueKey: Hashable, Sendable {
         self.first = first
         self.second = second
     }
-}
-
-/// A value kept in `TokenCache.State.homeDerived`: its home, its box, and the revision it was derived at.
-private struct HomeDerivedValue {
-    let home: HomeEnvironment
-    let box: any AnyObject & Sendable
-    let revision: UInt64
 }
 
 /// A derived value in a class, so it is told apart by a class cast (cheaper than casting an existential).

@@ -270,20 +270,28 @@ struct TokenCacheIndexTests {
         /// Keeps `value` for Alice at the current revision, and checks it is kept.
         func keep(_ value: String) throws {
             cache.keepHomeDerivedValue(value, for: key, homeAccountID: alice, environment: Sample.environment, revision: try cache.revision())
-            #expect(cache.keptHomeDerivedValue(for: key, as: String.self)?.value == value)
+            #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: String.self)?.value == value)
         }
-        func kept() -> String? { cache.keptHomeDerivedValue(for: key, as: String.self)?.value }
+        func kept() -> String? { cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: String.self)?.value }
 
         try keep("alice-1")
-        #expect(cache.keptHomeDerivedValue(for: key, as: Int.self) == nil)  // asked for as another type
+        #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: Int.self) == nil)  // asked for as another type
         // Bob's refresh (new tokens, an ID token, app metadata) leaves Alice's value.
         try cache.save(
             accessToken: Sample.accessToken(home: bob, secret: "AT-B2"), refreshToken: Sample.refreshToken(home: bob, secret: "RT-B"),
             idToken: Sample.idToken(home: bob, secret: "ID-B"), account: Sample.account(home: bob),
             appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: "1"))
         #expect(kept() == "alice-1")
+        // So do a change of app metadata alone, and the removal of a key nothing is stored under.
+        try cache.save(
+            accessToken: nil, refreshToken: nil, idToken: nil, account: nil,
+            appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: nil))
+        try cache.remove([CacheEntryRemoval(kind: .idToken, key: Sample.idToken(secret: "").key)])
+        #expect(kept() == "alice-1")
+        // Asked for under her home account ID and environment in other case, it is the same value.
+        #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice.uppercased(), environment: "Login.MicrosoftOnline.com", as: String.self)?.value == "alice-1")
         let revision = try cache.revision()
-        #expect(cache.keptHomeDerivedValue(for: key, as: String.self)?.revision == revision)  // held at the current revision
+        #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: String.self)?.revision == revision)  // held at the current revision
         // Alice's ID token, saved under her home account ID in other case, drops it.
         try cache.save(accessToken: nil, refreshToken: nil, idToken: Sample.idToken(home: alice.uppercased(), secret: "ID-A"), account: nil, appMetadata: nil)
         #expect(kept() == nil)
@@ -307,9 +315,21 @@ struct TokenCacheIndexTests {
         try cache.save(accessToken: Sample.accessToken(home: bob, secret: "AT-B4"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
         cache.keepHomeDerivedValue("stale", for: key, homeAccountID: alice, environment: Sample.environment, revision: old)
         #expect(kept() == nil)
-        // Removing Alice's account drops what was kept for her.
-        try keep("alice-6")
+        // Removing Alice's account drops what was kept for her, from memory too (a removed
+        // account's ID tokens must not stay in the process).
+        final class Held: Sendable {}
+        weak var held: Held?
+        do {
+            let value = Held()
+            held = value
+            cache.keepHomeDerivedValue(value, for: key, homeAccountID: alice, environment: Sample.environment, revision: try cache.revision())
+            #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: Held.self)?.value === value)
+        }
+        // Another account's change does not release it.
+        try cache.save(accessToken: Sample.accessToken(home: bob, secret: "AT-B5"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(held != nil)
         try cache.removeAccount(homeAccountID: alice, environment: Sample.environment, clientID: Sample.clientID)
-        #expect(kept() == nil)
+        #expect(cache.keptHomeDerivedValue(for: key, homeAccountID: alice, environment: Sample.environment, as: Held.self) == nil)
+        #expect(held == nil)
     }
 }
