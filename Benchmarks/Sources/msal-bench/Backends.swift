@@ -58,6 +58,10 @@ struct BackendLocation {
         return store
     }
 
+    /// Whether the keyring is a throwaway one, deleted with its D-Bus session when the run ends
+    /// (scripts/lib/keyring-session.sh sets `MSAL_TEST_KEYRING_SESSION=1`).
+    static let keyringIsThrowaway = ProcessInfo.processInfo.environment["MSAL_TEST_KEYRING_SESSION"] == "1"
+
     /// Removes every entry of the store (the keyring outlives the process; files go with the directory).
     func clear() throws {
         guard backend == .keyring else { return }
