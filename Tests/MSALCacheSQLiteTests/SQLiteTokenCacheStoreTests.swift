@@ -455,6 +455,53 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try SQLiteShell.run(path, "PRAGMA user_version;").contains("99"))
     }
 
+    @Test("A schema version 1 cache (WITHOUT ROWID) is upgraded on open to version 2, its entries kept", .enabled(if: SQLiteShell.isAvailable))
+    func upgradeFromVersion1() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        do {
+            let cache = TokenCache(store: try SQLiteTokenCacheStore(path: path))
+            try cache.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-1"), refreshToken: nil, idToken: nil,
+                           account: Sample.account(home: "a.t"), appMetadata: nil)
+            try cache.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-2"), refreshToken: nil, idToken: nil,
+                           account: Sample.account(home: "b.t"), appMetadata: nil)
+        }
+        // Turn the file into what version 1 wrote: the same columns in a WITHOUT ROWID table.
+        try SQLiteShell.run(path, """
+            BEGIN;
+            CREATE TABLE entries_v1 (
+                access_group TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, home_account_id TEXT NOT NULL,
+                environment TEXT NOT NULL, client_id TEXT NOT NULL, realm TEXT NOT NULL, json TEXT NOT NULL,
+                PRIMARY KEY (access_group, kind, key)
+            ) WITHOUT ROWID;
+            INSERT INTO entries_v1 SELECT access_group, kind, key, home_account_id, environment, client_id, realm, json FROM entries;
+            DROP TABLE entries;
+            ALTER TABLE entries_v1 RENAME TO entries;
+            CREATE INDEX entries_by_account ON entries (access_group, home_account_id, environment, client_id, realm);
+            PRAGMA user_version = 1;
+            COMMIT;
+            """)
+        #expect(try SQLiteShell.run(path, "SELECT sql FROM sqlite_master WHERE name = 'entries';").contains("WITHOUT ROWID"))
+        let before = try SQLiteShell.run(path, "SELECT kind, key, json FROM entries ORDER BY kind, key;")
+
+        let store = try SQLiteTokenCacheStore(path: path)
+        #expect(store.movedAsideCorruptFile == nil)
+        #expect(try SQLiteShell.run(path, "PRAGMA user_version;").trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+        let table = try SQLiteShell.run(path, "SELECT sql FROM sqlite_master WHERE name = 'entries';")
+        #expect(!table.contains("WITHOUT ROWID") && table.contains("UNIQUE"), "\(table)")
+        #expect(try SQLiteShell.run(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_by_account';")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try SQLiteShell.run(path, "SELECT kind, key, json FROM entries ORDER BY kind, key;") == before)
+        let cache = TokenCache(store: store)
+        #expect(try Sample.lookup(cache, home: "a.t")?.secret == "AT-1")
+        #expect(try cache.accounts().map(\.homeAccountID).sorted() == ["a.t", "b.t"])
+        // The upgraded table still replaces an entry written again under its key.
+        try cache.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-3"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(try Sample.lookup(TokenCache(store: try SQLiteTokenCacheStore(path: path)), home: "a.t")?.secret == "AT-3")
+        #expect(try SQLiteShell.run(path, "SELECT count(*) FROM entries WHERE home_account_id = 'a.t' AND kind = 'AccessToken';")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
     @Test("A path whose directory cannot exist gives a clear error")
     func badDirectory() throws {
         let directory = try TemporaryDirectory()
