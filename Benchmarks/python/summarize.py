@@ -31,7 +31,7 @@ def duration(ns):
 
 
 def main(path):
-    header, cases, comparisons = None, {}, {}
+    header, cases, comparisons, probes = None, {}, {}, []
     with open(path) as f:
         for raw in f:
             raw = raw.strip()
@@ -40,6 +40,8 @@ def main(path):
             line = json.loads(raw)
             if line.get("type") == "header":
                 header = line
+            elif line.get("type") == "probe":
+                probes.append(line)
             elif line.get("type") == "comparison":
                 comparisons[(line["name"], line["n"])] = line
             else:
@@ -57,6 +59,12 @@ def main(path):
               f"{header['memory_bytes'] / 2**30:.0f} GiB, {header['kernel']}; {header['swift_version']}; "
               f"{header['build_configuration']} build of {header['git_commit'][:12]}; {header['date_utc']} "
               f"({header.get('mode', 'full')} run).")
+        print()
+    if probes:
+        readings = "; ".join(
+            f"{probe['at']}: {probe['memory_latency_ns']:.0f} ns per read from memory, "
+            f"{probe['hash_ns']:.0f} ns per 48-byte hash" for probe in probes)
+        print(f"Machine speed ({readings}).")
         print()
 
     sizes = [n for n in SIZES if any(key[2] == n for key in cases)]

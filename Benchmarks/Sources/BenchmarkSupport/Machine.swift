@@ -1,4 +1,5 @@
 import Foundation
+internal import MSALTestSupport
 
 /// The build configuration of this program: `release`, or `debug` for an unoptimized build.
 public var buildConfiguration: String {
@@ -63,5 +64,75 @@ public enum MachineDescription {
             }
         }
         return "unknown"
+    }
+}
+
+/// How fast the machine is right now, measured the same way in every run, so runs taken in a
+/// machine's slow and fast phases can be told apart (a shared host's speed moves by a third and
+/// more from one minute to the next; see Docs/Performance.md).
+public enum MachineProbe {
+    /// Prints `{"type":"probe","at":…,"memory_latency_ns":…,"hash_ns":…,"date_utc":…}`:
+    /// - `memory_latency_ns`: nanoseconds per load along a random cycle through 128 MiB (each load
+    ///   needs the one before it, so this is the latency of a read from memory, TLB misses
+    ///   included): what a cache hit at 100k tokens waits for on every object it touches first.
+    /// - `hash_ns`: nanoseconds to hash a 48-byte string with the standard library's `Hasher`
+    ///   (SipHash-1-3), all in the CPU caches: the speed of the core itself.
+    /// Both are medians of 5 rounds. `at` is the caller's label (`start`, `end`).
+    public static func printProbe(at label: String) {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        Report.line([
+            ("type", "probe"),
+            ("at", .string(label)),
+            ("memory_latency_ns", .double((memoryLatency() * 10).rounded() / 10)),
+            ("hash_ns", .double((hashTime() * 10).rounded() / 10)),
+            ("date_utc", .string(formatter.string(from: Date()))),
+        ])
+    }
+
+    /// Median nanoseconds per dependent load over a random cyclic permutation (Sattolo's
+    /// algorithm, fixed seed) of 32M 32-bit indices.
+    static func memoryLatency() -> Double {
+        let count = 32 << 20
+        let next = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: count)
+        defer { next.deallocate() }
+        for index in 0..<count { next[index] = UInt32(index) }
+        var random = SplitMix64(seed: 0x6D73_616C)
+        for index in stride(from: count - 1, to: 0, by: -1) {
+            let other = Int(random.next() % UInt64(index))
+            next.swapAt(index, other)
+        }
+        var position: UInt32 = 0
+        var rounds: [Double] = []
+        let loads = 2_000_000
+        for _ in 0..<5 {
+            let start = monotonicNanoseconds()
+            for _ in 0..<loads { position = next[Int(position)] }
+            rounds.append(Double(monotonicNanoseconds() - start) / Double(loads))
+        }
+        // Keeps the chase from being optimized away.
+        if position == UInt32.max { print("") }
+        return rounds.sorted()[rounds.count / 2]
+    }
+
+    /// Median nanoseconds per `Hasher` hash of a 48-byte string.
+    static func hashTime() -> Double {
+        let text = String(repeating: "login.microsoftonline.com-", count: 2).prefix(48)
+        let key = String(text)
+        var rounds: [Double] = []
+        var sink = 0
+        let hashes = 200_000
+        for _ in 0..<5 {
+            let start = monotonicNanoseconds()
+            for round in 0..<hashes {
+                var hasher = Hasher()
+                hasher.combine(key)
+                hasher.combine(round)
+                sink &+= hasher.finalize()
+            }
+            rounds.append(Double(monotonicNanoseconds() - start) / Double(hashes))
+        }
+        if sink == 42 { print("") }
+        return rounds.sorted()[rounds.count / 2]
     }
 }

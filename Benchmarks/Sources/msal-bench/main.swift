@@ -4,6 +4,7 @@ import Foundation
 // msal-bench: swift-msal's benchmarks. One JSON line per case on stdout; progress on stderr.
 //
 //   msal-bench header [--mode full|smoke]
+//   msal-bench probe [--at LABEL]      the machine's memory latency and hashing speed right now
 //   msal-bench lookup --backend B --n N [--tenants T] [--scope-sets S] [--secret-length L] [--label L]
 //                     [--only facade,cold,raw,miss-refresh] [--stub-wait spin:US|suspend:US] [--smoke]
 //   msal-bench refresh [--smoke]
@@ -15,7 +16,7 @@ import Foundation
 refuseDebugBuild()
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("msal-bench: \(message)\nusage: msal-bench header|lookup|refresh|fixture [options] (see Benchmarks/Sources/msal-bench/main.swift)\n".utf8))
+    FileHandle.standardError.write(Data("msal-bench: \(message)\nusage: msal-bench header|probe|lookup|refresh|fixture [options] (see Benchmarks/Sources/msal-bench/main.swift)\n".utf8))
     exit(64)
 }
 
@@ -49,6 +50,8 @@ do {
     switch command {
     case "header":
         MachineDescription.printHeader(mode: values["mode"] ?? (smoke ? "smoke" : "full"))
+    case "probe":
+        MachineProbe.printProbe(at: values["at"] ?? "now")
     case "lookup":
         var options = LookupOptions()
         guard let name = values["backend"], let backend = Backend(rawValue: name) else {
