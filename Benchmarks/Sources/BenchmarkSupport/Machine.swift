@@ -75,7 +75,7 @@ public enum MachineProbe {
     /// - `memory_latency_ns`: nanoseconds per load along a random cycle through 128 MiB (each load
     ///   needs the one before it, so this is the latency of a read from memory, TLB misses
     ///   included): what a cache hit at 100k tokens waits for on every object it touches first.
-    /// - `hash_ns`: nanoseconds to hash a 48-byte string with the standard library's `Hasher`
+    /// - `hash_ns`: nanoseconds to hash a 48-byte string and a counter with the standard library's `Hasher`
     ///   (SipHash-1-3), all in the CPU caches: the speed of the core itself.
     /// Both are medians of 5 rounds. `at` is the caller's label (`start`, `end`).
     public static func printProbe(at label: String) {
@@ -115,7 +115,7 @@ public enum MachineProbe {
         return rounds.sorted()[rounds.count / 2]
     }
 
-    /// Median nanoseconds per `Hasher` hash of a 48-byte string.
+    /// Median nanoseconds per `Hasher` hash of a 48-byte string and the loop's counter.
     static func hashTime() -> Double {
         let text = String(repeating: "login.microsoftonline.com-", count: 2).prefix(48)
         let key = String(text)
