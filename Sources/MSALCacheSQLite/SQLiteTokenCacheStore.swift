@@ -19,11 +19,14 @@ import Darwin
 ///   (rowid) table with a unique index on its key: rows of 1–2 KB of JSON are what SQLite's
 ///   `WITHOUT ROWID` tables are not made for. The schema version is kept in `PRAGMA user_version`
 ///   and the file is marked as swift-msal's with `PRAGMA application_id`.
-/// - **Older files are upgraded on open.** A cache of schema version 1 (a `WITHOUT ROWID` table:
-///   with 100k rows of 1.2 KB twice the size on disk and three times the time to write) is rewritten to
-///   version 2 in one `BEGIN IMMEDIATE` transaction the first time a store opens it, its entries
-///   kept. The file does not shrink (SQLite reuses the freed pages for later writes). swift-msal
-///   versions that read only version 1 refuse the upgraded file as "written by a newer swift-msal".
+/// - **Files of earlier versions are rewritten when opened.** Earlier versions kept the entries in
+///   a `WITHOUT ROWID` table (with 100k rows of 1.2 KB, twice the size on disk and three times the
+///   time to write). A store that opens such a file moves the entries, as they are, to the rowid
+///   table in one `BEGIN IMMEDIATE` transaction, when the file can be written; otherwise (a
+///   read-only file, a lock held beyond the busy timeout) it uses the older table as it is, and a
+///   later open rewrites it. The schema version stays 1 and both layouts have the same columns and
+///   key, so earlier versions go on reading and writing the file. The file does not shrink (SQLite
+///   reuses the freed pages for later writes).
 /// - **Guarantees** (those of ``TokenCacheStore``): every ``apply(_:)`` is one `BEGIN IMMEDIATE`
 ///   transaction, so it is atomic and serialized with writers in other processes; readers see
 ///   committed states only (WAL journal); it survives crashes and restarts. ``changeStamp()`` is
@@ -57,9 +60,9 @@ import Darwin
 /// Errors are ``MSALError`` `.internal(.cacheError)` whose message names the path, says what went
 /// wrong and what to do; never a token.
 public final class SQLiteTokenCacheStore: TokenCacheStore {
-    /// The schema version this version writes and reads (`PRAGMA user_version`): 2. A version 1
-    /// file is upgraded when opened.
-    public static let schemaVersion: Int64 = 2
+    /// The schema version this version writes and reads (`PRAGMA user_version`): 1, with either
+    /// layout of the entries table (see the type's documentation).
+    public static let schemaVersion: Int64 = 1
     /// The `PRAGMA application_id` that marks a database as swift-msal's token cache ("MSAL" in ASCII).
     public static let applicationID: Int64 = 0x4D53_414C
 
@@ -180,7 +183,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
                 .cacheError,
                 "The token cache '\(path)' was damaged again right after swift-msal replaced it with an empty one. Check the disk and the file system, or use another path.")
         }
-        try setUpSchema(connection, hasSchema: hasSchema)
+        try setUpSchema(connection, hasSchema: hasSchema, logger: logger)
         if !created && movedAside == nil { tightenPermissions(path, logger: logger) }
         return (connection, movedAside)
     }
@@ -519,7 +522,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
     /// Switches to WAL (unless the file already is) and, on an empty database, creates the schema (in a `BEGIN IMMEDIATE`
     /// transaction that checks again, since another process may be creating it too). A database that
     /// already has our schema takes no write lock.
-    private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool) throws(MSALError) {
+    private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool, logger: Logger) throws(MSALError) {
         let doing = "checking the token cache"
         // The journal mode is kept in the file: once one connection has switched it to WAL, others
         // only read it (switching needs the database to itself, which many processes opening a new
@@ -550,18 +553,25 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
             }
         }
         if hasSchema {
-            // Ours: current, or an older version to upgrade (checked again under the write lock,
-            // since another process may be upgrading it too).
-            guard try connection.integer("PRAGMA user_version", doing: doing) < schemaVersion else { return }
-            try connection.transaction(immediate: true, doing: "upgrading the token cache schema") { () throws(MSALError) in
-                try upgradeSchema(connection)
+            // Ours. A file written before the rowid layout holds its entries in a `WITHOUT ROWID`
+            // table: rewritten now when the file can be written (checked again under the write
+            // lock, since another process may be rewriting it too). When it cannot be (a read-only
+            // file, a lock held beyond the busy timeout), the table is used as it is: the same
+            // columns and key, read and written by the same statements. A later open rewrites it.
+            guard try hasWithoutRowIDEntries(connection, doing: doing) else { return }
+            do throws(MSALError) {
+                try connection.transaction(immediate: true, doing: "rewriting the token cache's entries table") { () throws(MSALError) in
+                    if try hasWithoutRowIDEntries(connection, doing: doing) { try rewriteEntriesTable(connection) }
+                }
+            } catch {
+                logger.info("The token cache keeps its older table layout until a later open (rewriting it failed with SQLite error \(connection.lastFailureCode)).")
             }
             return
         }
         try connection.transaction(immediate: true, doing: "creating the token cache schema") { () throws(MSALError) in
             if try checkOwnership(connection, doing: doing) {
-                // Another process created it meanwhile (an older swift-msal: an older version).
-                try upgradeSchema(connection)
+                // Another process created it meanwhile (an older swift-msal: the older layout).
+                if try hasWithoutRowIDEntries(connection, doing: doing) { try rewriteEntriesTable(connection) }
                 return
             }
             try connection.execute(
@@ -574,8 +584,8 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
 
     /// The entries table and its index by account, as SQL statements (each ending with `;`).
     ///
-    /// A rowid table with a unique index on the key (schema version 2): version 1's `WITHOUT ROWID`
-    /// table kept its 1–2 KB rows in the key's B-tree, which SQLite advises against for rows over
+    /// A rowid table with a unique index on the key: the `WITHOUT ROWID` table of earlier versions
+    /// kept its 1–2 KB rows in the key's B-tree, which SQLite advises against for rows over
     /// about a twentieth of a page. Measured with 100k rows of 1.2 KB of JSON: 475 against 226 MB
     /// (plus as much again in the WAL until a checkpoint), 11.8 against 4.1 s to write them in one
     /// transaction; the benchmark's 100k-token cache (122,501 entries) is written in 13.5 s against 21 s.
@@ -602,28 +612,31 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
 
         """
 
-    /// Brings a database of ours to ``schemaVersion``, inside the caller's `BEGIN IMMEDIATE`
-    /// transaction; does nothing when it is already there. Version 1 → 2: the entries move, as
-    /// they are, from the `WITHOUT ROWID` table to a rowid table.
+    /// Whether the entries table is the `WITHOUT ROWID` table swift-msal created before the rowid
+    /// layout (`false` when there is no entries table).
+    private static func hasWithoutRowIDEntries(_ connection: SQLiteConnection, doing: String) throws(MSALError) -> Bool {
+        let statement = try connection.statement(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries'", doing: doing)
+        defer { statement.reset() }
+        guard try statement.step() else { return false }
+        return statement.text(0).uppercased().contains("WITHOUT ROWID")
+    }
+
+    /// Moves the entries, as they are, from the `WITHOUT ROWID` table to a rowid table with the
+    /// same columns and key, inside the caller's `BEGIN IMMEDIATE` transaction. The schema version
+    /// stays 1: versions of swift-msal that created the older table read and write this one with
+    /// the same statements, so apps of different versions can go on sharing the file.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when SQLite fails (the transaction then
-    ///   rolls back and the file stays at its version).
-    private static func upgradeSchema(_ connection: SQLiteConnection) throws(MSALError) {
-        let doing = "upgrading the token cache schema"
-        let version = try connection.integer("PRAGMA user_version", doing: doing)
-        guard version < schemaVersion else { return }
-        guard version == 1 else {
-            throw .internal(.cacheError, "The token cache '\(connection.path)' has an unknown schema version \(version). Delete it; users will sign in again.")
-        }
+    ///   rolls back and the table stays as it was).
+    private static func rewriteEntriesTable(_ connection: SQLiteConnection) throws(MSALError) {
         let columns = "access_group, kind, key, home_account_id, environment, client_id, realm, json"
         try connection.execute(
-            entriesTable(named: "entries_upgraded") + """
-            INSERT INTO entries_upgraded (\(columns)) SELECT \(columns) FROM entries;
+            entriesTable(named: "entries_rowid") + """
+            INSERT INTO entries_rowid (\(columns)) SELECT \(columns) FROM entries;
             DROP TABLE entries;
-            ALTER TABLE entries_upgraded RENAME TO entries;
+            ALTER TABLE entries_rowid RENAME TO entries;
 
-            """ + entriesByAccount + """
-            PRAGMA user_version = \(schemaVersion);
-            """, doing: doing)
+            """ + entriesByAccount, doing: "rewriting the token cache's entries table")
     }
 
     /// - Returns: `true` when the database already has our current schema, `false` when it is empty.
@@ -640,8 +653,7 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
                     .cacheError,
                     "The token cache '\(connection.path)' was written by a newer swift-msal (schema version \(version); this version reads up to \(schemaVersion)). Update swift-msal, or use another path; the file was left untouched.")
             }
-            // The current version, or an older one of ours that ``upgradeSchema(_:)`` rewrites.
-            if version >= 1 { return true }
+            if version == schemaVersion { return true }
         }
         if tables == 0 && application == 0 && version == 0 { return false }
         if application == applicationID && version < schemaVersion {

@@ -455,51 +455,84 @@ struct SQLiteTokenCacheStoreTests {
         #expect(try SQLiteShell.run(path, "PRAGMA user_version;").contains("99"))
     }
 
-    @Test("A schema version 1 cache (WITHOUT ROWID) is upgraded on open to version 2, its entries kept", .enabled(if: SQLiteShell.isAvailable))
-    func upgradeFromVersion1() throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.file("cache.sqlite")
+    /// A cache with two accounts, rewritten into the layout of earlier versions: the same columns
+    /// in a `WITHOUT ROWID` table keyed by (access group, kind, key).
+    private func cacheInWithoutRowIDLayout(_ path: String) throws {
         do {
             let cache = TokenCache(store: try SQLiteTokenCacheStore(path: path))
-            try cache.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-1"), refreshToken: nil, idToken: nil,
-                           account: Sample.account(home: "a.t"), appMetadata: nil)
-            try cache.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-2"), refreshToken: nil, idToken: nil,
-                           account: Sample.account(home: "b.t"), appMetadata: nil)
+            for (home, secret) in [("a.t", "AT-1"), ("b.t", "AT-2")] {
+                try cache.save(accessToken: Sample.accessToken(home: home, secret: secret), refreshToken: nil, idToken: nil,
+                               account: Sample.account(home: home), appMetadata: nil)
+            }
         }
-        // Turn the file into what version 1 wrote: the same columns in a WITHOUT ROWID table.
         try SQLiteShell.run(path, """
             BEGIN;
-            CREATE TABLE entries_v1 (
+            CREATE TABLE entries_old (
                 access_group TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, home_account_id TEXT NOT NULL,
                 environment TEXT NOT NULL, client_id TEXT NOT NULL, realm TEXT NOT NULL, json TEXT NOT NULL,
                 PRIMARY KEY (access_group, kind, key)
             ) WITHOUT ROWID;
-            INSERT INTO entries_v1 SELECT access_group, kind, key, home_account_id, environment, client_id, realm, json FROM entries;
+            INSERT INTO entries_old SELECT access_group, kind, key, home_account_id, environment, client_id, realm, json FROM entries;
             DROP TABLE entries;
-            ALTER TABLE entries_v1 RENAME TO entries;
+            ALTER TABLE entries_old RENAME TO entries;
             CREATE INDEX entries_by_account ON entries (access_group, home_account_id, environment, client_id, realm);
-            PRAGMA user_version = 1;
             COMMIT;
             """)
         #expect(try SQLiteShell.run(path, "SELECT sql FROM sqlite_master WHERE name = 'entries';").contains("WITHOUT ROWID"))
+    }
+
+    private func entriesTable(_ path: String) throws -> String {
+        try SQLiteShell.run(path, "SELECT sql FROM sqlite_master WHERE name = 'entries';")
+    }
+
+    @Test("A cache of earlier versions (WITHOUT ROWID entries) is rewritten on open into the rowid table, entries and schema version kept",
+          .enabled(if: SQLiteShell.isAvailable))
+    func rewritesWithoutRowIDLayout() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try cacheInWithoutRowIDLayout(path)
         let before = try SQLiteShell.run(path, "SELECT kind, key, json FROM entries ORDER BY kind, key;")
 
         let store = try SQLiteTokenCacheStore(path: path)
         #expect(store.movedAsideCorruptFile == nil)
-        #expect(try SQLiteShell.run(path, "PRAGMA user_version;").trimmingCharacters(in: .whitespacesAndNewlines) == "2")
-        let table = try SQLiteShell.run(path, "SELECT sql FROM sqlite_master WHERE name = 'entries';")
+        let table = try entriesTable(path)
         #expect(!table.contains("WITHOUT ROWID") && table.contains("UNIQUE"), "\(table)")
+        // Earlier versions check the version and read this table with the same statements.
+        #expect(try SQLiteShell.run(path, "PRAGMA user_version;").trimmingCharacters(in: .whitespacesAndNewlines) == "1")
         #expect(try SQLiteShell.run(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_by_account';")
             .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
         #expect(try SQLiteShell.run(path, "SELECT kind, key, json FROM entries ORDER BY kind, key;") == before)
         let cache = TokenCache(store: store)
         #expect(try Sample.lookup(cache, home: "a.t")?.secret == "AT-1")
         #expect(try cache.accounts().map(\.homeAccountID).sorted() == ["a.t", "b.t"])
-        // The upgraded table still replaces an entry written again under its key.
+        // The rewritten table still replaces an entry written again under its key.
         try cache.save(accessToken: Sample.accessToken(home: "a.t", secret: "AT-3"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
         #expect(try Sample.lookup(TokenCache(store: try SQLiteTokenCacheStore(path: path)), home: "a.t")?.secret == "AT-3")
         #expect(try SQLiteShell.run(path, "SELECT count(*) FROM entries WHERE home_account_id = 'a.t' AND kind = 'AccessToken';")
             .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    @Test("A cache of earlier versions that cannot be rewritten (its lock held by another process) is used as it is, and rewritten at a later open",
+          .enabled(if: SQLiteShell.isAvailable))
+    func usesWithoutRowIDLayoutWhenLocked() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cache.sqlite")
+        try cacheInWithoutRowIDLayout(path)
+        let lock = try ShellWriteLock(database: path, marker: directory.file("locked"))
+        let store = try SQLiteTokenCacheStore(path: path, busyTimeout: 0.2)
+        let cache = TokenCache(store: store)
+        #expect(try Sample.lookup(cache, home: "b.t")?.secret == "AT-2")
+        #expect(try cache.accounts().map(\.homeAccountID).sorted() == ["a.t", "b.t"])
+        try lock.release()
+        #expect(try entriesTable(path).contains("WITHOUT ROWID"))
+        // The older table takes writes as the rowid one does: a key written again is replaced.
+        try cache.save(accessToken: Sample.accessToken(home: "b.t", secret: "AT-4"), refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+        #expect(try SQLiteShell.run(path, "SELECT count(*) FROM entries WHERE home_account_id = 'b.t' AND kind = 'AccessToken';")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let reopened = TokenCache(store: try SQLiteTokenCacheStore(path: path))
+        #expect(!(try entriesTable(path).contains("WITHOUT ROWID")))
+        #expect(try Sample.lookup(reopened, home: "b.t")?.secret == "AT-4")
+        #expect(try Sample.lookup(reopened, home: "a.t")?.secret == "AT-1")
     }
 
     @Test("A path whose directory cannot exist gives a clear error")
