@@ -94,8 +94,12 @@ public enum MachineProbe {
     /// algorithm, fixed seed) of 32M 32-bit indices.
     static func memoryLatency() -> Double {
         let count = 32 << 20
-        let next = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: count)
-        defer { next.deallocate() }
+        guard let memory = malloc(count * MemoryLayout<UInt32>.stride) else {
+            FileHandle.standardError.write(Data("msal-bench probe: could not allocate 128 MiB for the memory latency probe\n".utf8))
+            exit(1)
+        }
+        defer { free(memory) }
+        let next = UnsafeMutableBufferPointer(start: memory.bindMemory(to: UInt32.self, capacity: count), count: count)
         for index in 0..<count { next[index] = UInt32(index) }
         var random = SplitMix64(seed: 0x6D73_616C)
         for index in stride(from: count - 1, to: 0, by: -1) {

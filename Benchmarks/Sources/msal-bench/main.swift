@@ -20,8 +20,22 @@ func usage(_ message: String) -> Never {
     exit(64)
 }
 
+/// The options each command takes (`smoke` is a flag; the others take a value).
+let knownOptions: [String: Set<String>] = [
+    "header": ["mode", "smoke"],
+    "probe": ["at"],
+    "lookup": ["backend", "n", "tenants", "scope-sets", "secret-length", "label", "only", "stub-wait", "smoke"],
+    "refresh": ["smoke"],
+    "fixture": ["n", "out", "lookups"],
+]
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else { usage("no command") }
+if ["--help", "-h", "help"].contains(command) {
+    print("usage: msal-bench header|probe|lookup|refresh|fixture [options]; the options of each command are listed at the top of Benchmarks/Sources/msal-bench/main.swift, and Docs/Performance.md explains them")
+    exit(0)
+}
+guard let allowed = knownOptions[command] else { usage("unknown command '\(command)'") }
 arguments.removeFirst()
 var values: [String: String] = [:]
 var flags: Set<String> = []
@@ -30,6 +44,9 @@ while index < arguments.count {
     let argument = arguments[index]
     guard argument.hasPrefix("--") else { usage("unexpected argument '\(argument)'") }
     let name = String(argument.dropFirst(2))
+    guard allowed.contains(name) else {
+        usage("\(command) does not take --\(name) (it takes \(allowed.sorted().map { "--\($0)" }.joined(separator: ", ")))")
+    }
     if name == "smoke" {
         flags.insert(name)
         index += 1
@@ -49,7 +66,9 @@ let smoke = flags.contains("smoke")
 do {
     switch command {
     case "header":
-        MachineDescription.printHeader(mode: values["mode"] ?? (smoke ? "smoke" : "full"))
+        let mode = values["mode"] ?? (smoke ? "smoke" : "full")
+        guard ["full", "smoke"].contains(mode) else { usage("--mode takes full or smoke") }
+        MachineDescription.printHeader(mode: mode)
     case "probe":
         MachineProbe.printProbe(at: values["at"] ?? "now")
     case "lookup":
