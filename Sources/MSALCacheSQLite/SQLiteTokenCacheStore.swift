@@ -521,7 +521,11 @@ public final class SQLiteTokenCacheStore: TokenCacheStore {
 
     /// Switches to WAL (unless the file already is) and, on an empty database, creates the schema (in a `BEGIN IMMEDIATE`
     /// transaction that checks again, since another process may be creating it too). A database that
-    /// already has our schema takes no write lock.
+    /// already has our schema takes no write lock, unless its entries table has the older
+    /// `WITHOUT ROWID` layout: then one `BEGIN IMMEDIATE` transaction rewrites it, and when that
+    /// fails (read-only file, lock held beyond the busy timeout) the older table is kept and used.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when switching to WAL or creating the schema
+    ///   fails, and the refusals of ``checkOwnership(_:doing:)``; never for a failed rewrite.
     private static func setUpSchema(_ connection: SQLiteConnection, hasSchema: Bool, logger: Logger) throws(MSALError) {
         let doing = "checking the token cache"
         // The journal mode is kept in the file: once one connection has switched it to WAL, others
