@@ -159,17 +159,19 @@ public final class TokenCache: Sendable {
     ///   index never copies a partition because an account holds it).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
     package func tokenPartitions(homeAccountID: String, environment: String, checkingStore: Bool = true) throws(MSALError) -> AccountTokenPartitions {
-        try withState(checkingStore: checkingStore) { state in
+        /// Carries the new object out of the lock (it is not `Sendable`; nothing else holds it yet).
+        struct HandedOut: @unchecked Sendable { let partitions: AccountTokenPartitions }
+        return try withState(checkingStore: checkingStore) { state in
             let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
             var partitions: [AccountTokenPartitions.Partition] = []
             for id in state.index!.byHomeEnvironment[home]?.partitions ?? [] {
                 guard let tokens = state.index!.accessTokens[id] else { continue }
                 partitions.append(AccountTokenPartitions.Partition(realm: id.realm, clientID: id.clientID, tokens: tokens))
             }
-            let handedOut = AccountTokenPartitions(cache: number, revision: state.revision, partitions: partitions)
+            let handedOut = AccountTokenPartitions.make(cache: number, revision: state.revision, partitions: partitions)
             state.handOut(handedOut)
-            return handedOut
-        }
+            return HandedOut(partitions: handedOut)
+        }.partitions
     }
 
     /// ``accessTokenAndRevision(homeAccountID:environment:realm:clientID:scopes:)-(_,_,_,_,RequestScopes)``
@@ -1198,45 +1200,80 @@ package final class RequestScopes: Sendable {
 ///
 /// The cache empties them at its next change (``release()``): an account the app keeps after a
 /// change, or after `remove(account:)`, holds no token.
-package final class AccountTokenPartitions: @unchecked Sendable {
+///
+/// The partitions are stored in the object itself (a `ManagedBuffer`), not in an array of their own:
+/// a lookup at a large cache waits for memory once for the object and its partitions, not twice.
+///
+/// Not `Sendable` (a `ManagedBuffer` cannot be): an ``Account`` holds it as an opaque reference, and
+/// only the cache that took it reads it, under that cache's lock (its header's identifiers, which
+/// never change, also before taking the lock).
+package final class AccountTokenPartitions: ManagedBuffer<AccountTokenPartitions.Header, AccountTokenPartitions.Partition> {
     /// One partition: its realm and client ID (lowercased) and its tokens.
-    struct Partition: Sendable {
+    package struct Partition: Sendable {
         let realm: String
         let clientID: String
         let tokens: AccessTokenPartition
     }
 
-    /// The number of the cache that took them.
-    let cache: UInt64
-    /// That cache's revision when it took them.
-    package let revision: UInt64
-    /// How many partitions (realm and client ID pairs) the account had.
-    package let count: Int
-    /// The partitions; `nil` once released. Read and written only under the lock of the cache
-    /// that took them (hence `@unchecked Sendable`): set before the object is handed out, emptied
-    /// by that cache's next change.
-    @exclusivity(unchecked) private var partitions: [Partition]?
-
-    init(cache: UInt64, revision: UInt64, partitions: [Partition]) {
-        self.cache = cache
-        self.revision = revision
-        self.partitions = partitions
-        count = partitions.count
+    /// What the object holds besides its partitions. The partitions are read and deinitialized only
+    /// under the lock of the cache that took them (hence `@unchecked Sendable`): initialized before
+    /// the object is handed out, deinitialized by that cache's next change.
+    package struct Header {
+        /// The number of the cache that took them.
+        let cache: UInt64
+        /// That cache's revision when it took them.
+        let revision: UInt64
+        /// How many partitions (realm and client ID pairs) the account had.
+        let count: Int
+        /// How many partitions are stored: ``count``, then 0 once released.
+        var stored: Int
+        /// Whether ``AccountTokenPartitions/release()`` was called.
+        var released = false
     }
+
+    /// Makes the object holding `partitions`, taken from cache `cache` at `revision`.
+    static func make(cache: UInt64, revision: UInt64, partitions: [Partition]) -> AccountTokenPartitions {
+        let buffer = create(minimumCapacity: partitions.count) { _ in
+            Header(cache: cache, revision: revision, count: partitions.count, stored: partitions.count)
+        }
+        buffer.withUnsafeMutablePointerToElements { elements in
+            partitions.withUnsafeBufferPointer { source in
+                guard let base = source.baseAddress else { return }
+                elements.initialize(from: base, count: source.count)
+            }
+        }
+        return unsafeDowncast(buffer, to: AccountTokenPartitions.self)
+    }
+
+    deinit {
+        withUnsafeMutablePointers { header, elements in _ = elements.deinitialize(count: header.pointee.stored) }
+    }
+
+    /// The number of the cache that took them.
+    var cache: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.cache } }
+    /// That cache's revision when it took them.
+    package var revision: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.revision } }
+    /// How many partitions (realm and client ID pairs) the account had.
+    package var count: Int { withUnsafeMutablePointerToHeader { $0.pointee.count } }
 
     /// Calls `body` with the partitions (none once released); for the cache that took them, under its lock.
     func withLockedPartitions<T>(_ body: (UnsafeBufferPointer<Partition>) -> T) -> T {
-        guard partitions != nil else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
-        return partitions!.withUnsafeBufferPointer { body($0) }
+        withUnsafeMutablePointers { header, elements in
+            body(UnsafeBufferPointer(start: elements, count: header.pointee.stored))
+        }
     }
 
     /// Whether the partitions were released (the cache that took them changed since). Read by that
     /// cache under its lock; by tests without it, so only once that cache is no longer in use elsewhere.
-    package var isReleased: Bool { partitions == nil }
+    package var isReleased: Bool { withUnsafeMutablePointerToHeader { $0.pointee.released } }
 
     /// Drops the partitions; called by the cache that took them, under its lock.
     func release() {
-        partitions = nil
+        withUnsafeMutablePointers { header, elements in
+            _ = elements.deinitialize(count: header.pointee.stored)
+            header.pointee.stored = 0
+            header.pointee.released = true
+        }
     }
 }
 
@@ -1262,9 +1299,25 @@ struct AccessTokenPartition: Sendable {
         let storedKey: String?
         /// Sorted, without duplicates; shared by every token with the same scopes (``ScopeTable``).
         let scopes: [Int32]
+        /// ``scopes`` as a 64-bit mask (``AccessTokenPartition/mask(of:)``): a scan reads these
+        /// eight bytes and reads ``scopes`` only when they hold every bit of the request's.
+        let mask: UInt64
         let expiresOn: Date
         /// The entry, as the index's contents hold it under ``key`` (one reference: see ``AccessTokenEntry``).
         let entry: AccessTokenEntry
+
+        init(storedKey: String?, scopes: [Int32], expiresOn: Date, entry: AccessTokenEntry) {
+            self.init(storedKey: storedKey, scopes: scopes, mask: scopes.withUnsafeBufferPointer { AccessTokenPartition.mask(of: $0) },
+                      expiresOn: expiresOn, entry: entry)
+        }
+
+        init(storedKey: String?, scopes: [Int32], mask: UInt64, expiresOn: Date, entry: AccessTokenEntry) {
+            self.storedKey = storedKey
+            self.scopes = scopes
+            self.mask = mask
+            self.expiresOn = expiresOn
+            self.entry = entry
+        }
 
         /// The stored key (built when it is the entry's own).
         var key: String { storedKey ?? entry.key }
@@ -1281,11 +1334,9 @@ struct AccessTokenPartition: Sendable {
     /// Above this many tokens, lookups go through ``lookup``.
     static let scanLimit = 32
 
+    /// The tokens, each with its scopes' mask: a lookup at a large cache waits for memory once for
+    /// the partition's tokens (one allocation), then once for the entry it returns.
     private(set) var tokens: [Token] = []
-    /// Each token's scopes as a 64-bit mask (``mask(of:)``), by position: a scan reads these eight
-    /// bytes per token, in one or two cache lines, and reads a token only when its mask holds every
-    /// bit of the request's (each token read at a large cache is a wait for memory).
-    private var masks: [UInt64] = []
     private var lookup: Lookup?
 
     var isEmpty: Bool { tokens.isEmpty }
@@ -1294,7 +1345,6 @@ struct AccessTokenPartition: Sendable {
     /// files it again, and its contents hold each key once).
     mutating func insert(_ token: Token) {
         tokens.append(token)
-        masks.append(token.scopes.withUnsafeBufferPointer { Self.mask(of: $0) })
         if lookup != nil {
             let key = token.key
             lookup?.positions[key] = tokens.count - 1
@@ -1314,7 +1364,7 @@ struct AccessTokenPartition: Sendable {
     mutating func replace(_ old: AccessTokenEntry, by new: AccessTokenEntry, storedKey key: String) {
         guard let position = position(ofKey: key, entry: old) else { return }
         let token = tokens[position]
-        tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, expiresOn: new.expiresOn, entry: new)
+        tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, mask: token.mask, expiresOn: new.expiresOn, entry: new)
     }
 
     /// Removes the token of `entry`, stored under `key`.
@@ -1332,11 +1382,9 @@ struct AccessTokenPartition: Sendable {
         let last = tokens.count - 1
         if position != last {
             tokens[position] = tokens[last]
-            masks[position] = masks[last]
             lookup?.positions[tokens[position].key] = position
         }
         tokens.removeLast()
-        masks.removeLast()
     }
 
     /// The token whose scopes include `wanted` (sorted numbers, ``ScopeTable``) and that expires
@@ -1358,10 +1406,8 @@ struct AccessTokenPartition: Sendable {
                 return
             }
             let wantedMask = Self.mask(of: wanted)
-            masks.withUnsafeBufferPointer { masks in
-                for position in tokens.indices where masks[position] & wantedMask == wantedMask && tokens[position].scopes.includesSorted(wanted) {
-                    body(position, tokens)
-                }
+            for position in tokens.indices where tokens[position].mask & wantedMask == wantedMask && tokens[position].scopes.includesSorted(wanted) {
+                body(position, tokens)
             }
         }
     }

@@ -16,14 +16,16 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
         let environment: String
         let tenantProfiles: [TenantProfile]
         let origin: AccountOrigin?
-        let tokenPartitions: (any AnyObject & Sendable)?
+        /// Not `Sendable` (see ``Account/tokenPartitions``): never changed, and read only by the
+        /// cache that made it, under its lock.
+        nonisolated(unsafe) let tokenPartitions: AnyObject?
         /// `identifier.hashValue`, computed once: tables keyed by the identifier (an application's
         /// table of repeated requests) hash it on every call.
         let identifierHash: Int
 
         init(
             identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin?,
-            tokenPartitions: (any AnyObject & Sendable)?
+            tokenPartitions: AnyObject?
         ) {
             self.identifier = identifier
             self.username = username
@@ -62,7 +64,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// Creates an account assembled by an application from its cache (see ``origin`` and ``tokenPartitions``).
     package init(
         identifier: String, username: String?, environment: String, tenantProfiles: [TenantProfile], origin: AccountOrigin,
-        tokenPartitions: (any AnyObject & Sendable)? = nil
+        tokenPartitions: AnyObject? = nil
     ) {
         storage = Storage(
             identifier: identifier, username: username, environment: environment, tenantProfiles: tenantProfiles, origin: origin,
@@ -78,7 +80,7 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// goes straight to them while that cache has not changed since (MSALCache's
     /// `AccountTokenPartitions`, opaque here); `nil` for an account made otherwise. Not part of
     /// equality.
-    package var tokenPartitions: (any AnyObject & Sendable)? { storage.tokenPartitions }
+    package var tokenPartitions: AnyObject? { storage.tokenPartitions }
 
     /// ``identifier``'s `hashValue`, computed when the account was made.
     package var identifierHashValue: Int { storage.identifierHash }

@@ -196,8 +196,11 @@ struct AccountTokenPartitionsTests {
         let before = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         let again = try cache.tokenPartitions(homeAccountID: Sample.home, environment: Sample.environment)
         #expect(!before.isReleased && !again.isReleased && before.count == 1)
+        #expect(before.withLockedPartitions { $0.count } == 1)
         try cache.removeAccount(homeAccountID: Sample.home, environment: Sample.environment, clientID: Sample.clientID)
         #expect(before.isReleased && again.isReleased && before.count == 1)
+        // Released means emptied: the object no longer holds the index's tokens.
+        #expect(before.withLockedPartitions { $0.count } == 0 && again.withLockedPartitions { $0.count } == 0)
         #expect(try Self.throughPartitions(cache, before, realm: Sample.tenant, ["r0/A"]) == "stale")
         // Released too by a reload after another instance's change.
         try Self.save(cache, Sample.accessToken(target: "r0/A", secret: "second"))
