@@ -32,7 +32,10 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        .target(name: "MSALCore"),
+        // simdjson (Debian's libsimdjson-dev) is a C++ library: this target's C++ file gives Swift a
+        // C function that parses a JSON document into a flat list of values (see its header).
+        .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
+        .target(name: "MSALCore", dependencies: ["CSimdJSON"]),
         .target(name: "MSALNetwork", dependencies: ["MSALCore"]),
         .target(name: "MSALCache", dependencies: ["MSALCore"]),
         .target(name: "MSALCacheSQLite", dependencies: ["MSALCache", "CSQLite"]),
@@ -89,7 +92,8 @@ let package = Package(
             name: "MSALTests",
             dependencies: ["MSAL", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "MSALTestSupport"]
         ),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17  // simdjson's headers need C++17
 )
 
 // Shared settings, applied once to every target (as swift-log's Package.swift does).

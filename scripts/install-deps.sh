@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, what swift-msal's build, demo and tests need and this machine lacks.
-#   scripts/install-deps.sh          build + demo needs (pkg-config, SQLite, OpenSSL and libsecret headers)
+#   scripts/install-deps.sh          build + demo needs (pkg-config, SQLite, OpenSSL, libsecret and simdjson headers)
 #   scripts/install-deps.sh --test   also the test tools (sqlite3, openssl, curl, python3) and a private
 #                                    keyring for the keyring tests (scripts/lib/keyring-session.sh:
 #                                    dbus-daemon, dbus-bin, gnome-keyring, gdbus from libglib2.0-bin,
@@ -10,7 +10,7 @@
 # Debian does not package it; get it from swift.org.
 set -euo pipefail
 
-packages=(pkg-config libsqlite3-dev libssl-dev libsecret-1-dev)
+packages=(pkg-config libsqlite3-dev libssl-dev libsecret-1-dev libsimdjson-dev)
 if [[ ${1:-} == --test ]]; then
   packages+=(sqlite3 openssl curl python3)
   packages+=(dbus-daemon dbus-bin gnome-keyring libglib2.0-bin libsecret-tools python3-dbus)

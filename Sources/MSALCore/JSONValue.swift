@@ -1,4 +1,5 @@
 public import Foundation
+import CSimdJSON
 
 /// A JSON value, for claims and for fields swift-msal does not model but must keep.
 public enum JSONValue: Sendable, Hashable, Codable {
@@ -41,14 +42,76 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    /// Parses JSON text (RFC 8259; a top-level scalar is allowed) with Foundation's
-    /// `JSONSerialization`, several times faster on Linux than decoding `JSONValue` through
-    /// `JSONDecoder`, which must try each type in turn. Use it for large documents (token caches).
+    /// Parses JSON text (RFC 8259; a top-level scalar is allowed): every token response, ID token
+    /// and JSON token cache is read through here.
+    ///
+    /// simdjson (Debian's `libsimdjson-dev`) parses UTF-8 text; text it does not take (a byte order
+    /// mark, UTF-16 or UTF-32, an integer beyond 64 bits, nesting deeper than 512, or text that is not
+    /// JSON) goes to Foundation's `JSONSerialization`, which decides. Where both take a text they give
+    /// the same value (the last of repeated keys), except that simdjson reads each number as the
+    /// nearest `Double`, as Swift's `Double(String)` and MSAL Python do, where Foundation's reading
+    /// on Linux can be a unit or two in the last place off. simdjson is several times faster (a
+    /// token response: 2.2 against 10.7 µs; an ID token's claims: 5.3 against 14–28 µs).
     /// - Returns: `nil` when `data` is not JSON.
     public init?(parsing data: Data) {
+        guard let value = Self.parsedBySimdJSON(data) ?? JSONValue(parsingWithFoundation: data) else { return nil }
+        self = value
+    }
+
+    /// `data` as Foundation's `JSONSerialization` reads it (what ``init(parsing:)`` falls back to).
+    /// - Returns: `nil` when `data` is not JSON.
+    package init?(parsingWithFoundation data: Data) {
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
               let value = JSONValue(foundationObject: object) else { return nil }
         self = value
+    }
+
+    /// `data` parsed by simdjson (`CSimdJSON`), or `nil` when simdjson does not take it (see
+    /// ``init(parsing:)``).
+    package static func parsedBySimdJSON(_ data: Data) -> JSONValue? {
+        guard !data.isEmpty else { return nil }
+        return data.withUnsafeBytes { (text: UnsafeRawBufferPointer) -> JSONValue? in
+            guard let base = text.baseAddress else { return nil }
+            var values: UnsafePointer<msal_json_value>?
+            let count = msal_json_parse(base.assumingMemoryBound(to: CChar.self), text.count, &values)
+            defer { msal_json_done() }
+            guard count > 0, let values else { return nil }
+            var position = 0
+            return JSONValue(parsed: values, at: &position)
+        }
+    }
+
+    /// The value at `position` of a document parsed by `msal_json_parse` (with its elements or
+    /// members, which follow it); `position` moves past them.
+    private init(parsed values: UnsafePointer<msal_json_value>, at position: inout Int) {
+        let value = values[position]
+        position += 1
+        switch value.kind {
+        case Int32(MSAL_JSON_FALSE): self = .bool(false)
+        case Int32(MSAL_JSON_TRUE): self = .bool(true)
+        case Int32(MSAL_JSON_NUMBER): self = .number(value.number)
+        case Int32(MSAL_JSON_STRING): self = .string(Self.string(value))
+        case Int32(MSAL_JSON_ARRAY):
+            var elements: [JSONValue] = []
+            elements.reserveCapacity(Int(value.count))
+            for _ in 0..<value.count { elements.append(JSONValue(parsed: values, at: &position)) }
+            self = .array(elements)
+        case Int32(MSAL_JSON_OBJECT):
+            var members: [String: JSONValue] = [:]
+            members.reserveCapacity(Int(value.count))
+            for _ in 0..<value.count {
+                let key = Self.string(values[position])
+                position += 1
+                members[key] = JSONValue(parsed: values, at: &position)
+            }
+            self = .object(members)
+        default: self = .null
+        }
+    }
+
+    /// A parsed string's bytes (valid UTF-8: simdjson validates the text) as a `String`.
+    private static func string(_ value: msal_json_value) -> String {
+        String(decoding: UnsafeRawBufferPointer(start: value.bytes, count: value.length), as: UTF8.self)
     }
 
     /// Converts what `JSONSerialization` returns; `nil` for anything else.
