@@ -1215,9 +1215,10 @@ package final class AccountTokenPartitions: ManagedBuffer<AccountTokenPartitions
         let tokens: AccessTokenPartition
     }
 
-    /// What the object holds besides its partitions. The partitions are read and deinitialized only
-    /// under the lock of the cache that took them (hence `@unchecked Sendable`): initialized before
-    /// the object is handed out, deinitialized by that cache's next change.
+    /// What the object holds besides its partitions. The partitions, ``stored`` and ``released`` are
+    /// read and written only under the lock of the cache that took them: initialized before the
+    /// object is handed out, deinitialized by that cache's next change. ``cache`` never changes, and
+    /// is read before taking the lock.
     package struct Header {
         /// The number of the cache that took them.
         let cache: UInt64
