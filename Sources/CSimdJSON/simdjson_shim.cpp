@@ -18,6 +18,14 @@ constexpr size_t keptValueCount = 1 << 15;
 thread_local simdjson::dom::parser parser;
 thread_local std::vector<msal_json_value> values;
 
+bool appendNumber(double number) {
+    msal_json_value value{};
+    value.kind = MSAL_JSON_NUMBER;
+    value.number = number;
+    values.push_back(value);
+    return true;
+}
+
 bool append(simdjson::dom::element element, size_t depth) {
     if (depth > maximumDepth) return false;
     msal_json_value value{};
@@ -35,27 +43,15 @@ bool append(simdjson::dom::element element, size_t depth) {
     }
     case simdjson::dom::element_type::INT64: {
         int64_t number = 0;
-        if (element.get_int64().get(number) != simdjson::SUCCESS) return false;
-        value.kind = MSAL_JSON_NUMBER;
-        value.number = double(number);
-        values.push_back(value);
-        return true;
+        return element.get_int64().get(number) == simdjson::SUCCESS && appendNumber(double(number));
     }
     case simdjson::dom::element_type::UINT64: {
         uint64_t number = 0;
-        if (element.get_uint64().get(number) != simdjson::SUCCESS) return false;
-        value.kind = MSAL_JSON_NUMBER;
-        value.number = double(number);
-        values.push_back(value);
-        return true;
+        return element.get_uint64().get(number) == simdjson::SUCCESS && appendNumber(double(number));
     }
     case simdjson::dom::element_type::DOUBLE: {
         double number = 0;
-        if (element.get_double().get(number) != simdjson::SUCCESS) return false;
-        value.kind = MSAL_JSON_NUMBER;
-        value.number = number;
-        values.push_back(value);
-        return true;
+        return element.get_double().get(number) == simdjson::SUCCESS && appendNumber(number);
     }
     case simdjson::dom::element_type::STRING: {
         std::string_view string;

@@ -110,7 +110,9 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
         do {
             return try AccessGroupPartitionedJSON(data: data)
         } catch _ {
-            throw notMSALJSON
+            // Parsed again on this path only, to say which of the two it is.
+            let isJSON = data.map { JSONValue(parsing: $0) != nil } ?? true
+            throw notMSALJSON(isJSON ? Self.wrongShape : "it is not JSON text: cut short, not UTF-8, or not JSON at all")
         }
     }
 
@@ -118,14 +120,18 @@ public final class JSONFileTokenCacheStore: TokenCacheStore {
         do {
             return try document.contents(accessGroup: accessGroup)
         } catch _ {
-            throw notMSALJSON
+            throw notMSALJSON(Self.wrongShape)
         }
     }
 
-    private var notMSALJSON: MSALError {
+    /// Why a file that is JSON is not a cache.
+    private static let wrongShape = "expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\""
+
+    /// The error for a file that is not a cache; `reason` says what is wrong with it (never its content).
+    private func notMSALJSON(_ reason: String) -> MSALError {
         .internal(
             .cacheError,
-            "The file '\(path)' is not an MSAL JSON token cache (expected a JSON object of sections such as \"AccessToken\" and \"RefreshToken\"), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
+            "The file '\(path)' is not an MSAL JSON token cache (\(reason)), so swift-msal left it untouched. Choose another path, or delete the file if it is a damaged cache; users will sign in again.")
     }
 }
 

@@ -95,7 +95,7 @@ struct JSONFileTokenCacheStoreTests {
     }
 
     @Test("A file that is not MSAL JSON is refused with a clear error and left untouched",
-          arguments: ["not json at all {", "[1, 2, 3]", "{\"AccessToken\": 5}"])
+          arguments: ["not json at all {", "not json: \u{FF}", "[1, 2, 3]", "{\"AccessToken\": 5}"])
     func foreignFile(text: String) throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("settings.json")
@@ -106,6 +106,11 @@ struct JSONFileTokenCacheStoreTests {
         #expect {
             try store.readAll()
         } throws: { isCacheError($0, containing: "is not an MSAL JSON token cache") && isCacheError($0, containing: path) }
+        // The error says whether the file is not JSON at all, or JSON of another shape.
+        let reason = text.hasPrefix("not json") ? "it is not JSON text" : "expected a JSON object of sections"
+        #expect {
+            try store.readAll()
+        } throws: { isCacheError($0, containing: reason) }
         #expect {
             try store.apply(TokenCacheChange(upserts: [.accessToken(Sample.accessToken(home: "h.t", secret: "AT-secret"))]))
         } throws: { isCacheError($0, containing: "left it untouched") && !isCacheError($0, containing: "AT-secret") }
