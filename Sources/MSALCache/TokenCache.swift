@@ -1215,10 +1215,10 @@ package final class AccountTokenPartitions: ManagedBuffer<AccountTokenPartitions
         let tokens: AccessTokenPartition
     }
 
-    /// What the object holds besides its partitions. The partitions, ``stored`` and ``released`` are
-    /// read and written only under the lock of the cache that took them: initialized before the
-    /// object is handed out, deinitialized by that cache's next change. ``cache`` never changes, and
-    /// is read before taking the lock.
+    /// What the object holds besides its partitions. The partitions and ``released`` are read and
+    /// written only under the lock of the cache that took them: initialized before the object is
+    /// handed out, deinitialized by that cache's next change. ``cache`` never changes, and is read
+    /// before taking the lock.
     package struct Header {
         /// The number of the cache that took them.
         let cache: UInt64
@@ -1226,16 +1226,17 @@ package final class AccountTokenPartitions: ManagedBuffer<AccountTokenPartitions
         let revision: UInt64
         /// How many partitions (realm and client ID pairs) the account had.
         let count: Int
-        /// How many partitions are stored: ``count``, then 0 once released.
-        var stored: Int
-        /// Whether ``AccountTokenPartitions/release()`` was called.
+        /// Whether ``AccountTokenPartitions/release()`` was called (the partitions are then deinitialized).
         var released = false
+
+        /// How many partitions are stored: ``count``, then 0 once released.
+        var stored: Int { released ? 0 : count }
     }
 
     /// Makes the object holding `partitions`, taken from cache `cache` at `revision`.
     static func make(cache: UInt64, revision: UInt64, partitions: [Partition]) -> AccountTokenPartitions {
         let buffer = create(minimumCapacity: partitions.count) { _ in
-            Header(cache: cache, revision: revision, count: partitions.count, stored: partitions.count)
+            Header(cache: cache, revision: revision, count: partitions.count)
         }
         buffer.withUnsafeMutablePointerToElements { elements in
             partitions.withUnsafeBufferPointer { source in
@@ -1272,7 +1273,6 @@ package final class AccountTokenPartitions: ManagedBuffer<AccountTokenPartitions
     func release() {
         withUnsafeMutablePointers { header, elements in
             _ = elements.deinitialize(count: header.pointee.stored)
-            header.pointee.stored = 0
             header.pointee.released = true
         }
     }
