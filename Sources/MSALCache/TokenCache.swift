@@ -18,6 +18,9 @@ internal import Synchronization
 /// Thread-safe: one lock serializes calls; the store is called under it.
 public final class TokenCache: Sendable {
     private let store: any TokenCacheStore
+    /// ``store`` when it is an ``InMemoryTokenCacheStore``: the index and the store then keep one
+    /// copy of the entries (see ``commit(_:_:)``).
+    private let inMemoryStore: InMemoryTokenCacheStore?
     private let logger: Logger
     private let state: Mutex<State>
     /// This instance's number, unique in the process: the ``AccountTokenPartitions/cache`` of the
@@ -104,6 +107,7 @@ public final class TokenCache: Sendable {
     ///   - logger: receives debug lines about reloads (counts only; never a secret or an identifier).
     public init(store: any TokenCacheStore, logger: Logger = .none) {
         self.store = store
+        self.inMemoryStore = store as? InMemoryTokenCacheStore
         self.logger = logger
         self.state = Mutex(State())
     }
@@ -651,6 +655,21 @@ public final class TokenCache: Sendable {
     @discardableResult
     private func commit(_ change: TokenCacheChange, _ state: inout State) throws(MSALError) -> Bool {
         guard !change.isEmpty else { return true }
+        if let inMemoryStore, state.index != nil {
+            // One copy of the entries for the store and the index, changed once.
+            state.releaseHandedOutPartitions()
+            var homes: [HomeEnvironment] = []
+            let (stamps, applied) = inMemoryStore.apply(change, sharingWith: &state.index!, loadedAt: state.stamp, touching: &homes)
+            if applied {
+                state.stamp = stamps.after
+                state.indexChanged(touching: homes)
+            } else {
+                state.index = nil
+                state.indexChanged()
+            }
+            logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
+            return applied
+        }
         let stamps: AppliedChangeStamps
         do throws(MSALError) {
             stamps = try store.applyReportingStamps(change)

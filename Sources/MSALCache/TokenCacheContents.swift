@@ -191,6 +191,17 @@ public struct TokenCacheContents: Sendable, Equatable {
         apply(change) { interner.intern($0) }
     }
 
+    /// Removes from `unreadable` (an ``unreadableEntries`` table) what applying `change` removes
+    /// from it: the entry under each removal's key (and a section left empty by that), and the
+    /// entry under each upsert's key.
+    static func forgetUnreadable(in unreadable: inout [String: [String: JSONValue]], replacedBy change: TokenCacheChange) {
+        for removal in change.removals {
+            unreadable[removal.kind.rawValue]?[removal.key] = nil
+            if unreadable[removal.kind.rawValue]?.isEmpty == true { unreadable[removal.kind.rawValue] = nil }
+        }
+        for (key, entry) in change.keyedUpserts { unreadable[entry.kind.rawValue]?[key] = nil }
+    }
+
     private mutating func apply(_ change: TokenCacheChange, storing stored: (CacheEntry) -> CacheEntry) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key) }
         for (key, entry) in change.keyedUpserts {
@@ -264,6 +275,15 @@ public struct TokenCacheChange: Sendable, Hashable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(upserts)
         hasher.combine(removals)
+    }
+
+    /// The same change with each upsert replaced by `transform` of it, under the same key
+    /// (`transform` must not change what the key is built from).
+    func storing(_ transform: (CacheEntry) -> CacheEntry) -> TokenCacheChange {
+        var keyed: [(key: String, entry: CacheEntry)] = []
+        keyed.reserveCapacity(upserts.count)
+        for (key, entry) in keyedUpserts { keyed.append((key, transform(entry))) }
+        return TokenCacheChange(keyedUpserts: keyed, removals: removals)
     }
 
     /// Whether the change does nothing.

@@ -180,6 +180,46 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
         }
     }
 
+    /// Applies `change` to this store and to `index`, a token cache's index of this store's entries
+    /// as they were at stamp `loadedAt`, so that both keep one copy of the entries: the store lets
+    /// go of its tables while the index changes them in place, then takes the index's. Applying the
+    /// change to each separately would do the work twice, and the first change after a load would
+    /// copy every table the two share (the whole cache). The entries are stored with their
+    /// identifiers shared, as ``apply(_:)`` stores them.
+    ///
+    /// When the store changed since `loadedAt` (another cache wrote to it), the change is applied to
+    /// the store alone and `index` is left as it was: it no longer describes the store.
+    /// - Returns: the stamps around the change, and whether it was applied to `index` too.
+    func apply(
+        _ change: TokenCacheChange, sharingWith index: inout CacheIndex, loadedAt stamp: UInt64,
+        touching homes: inout [HomeEnvironment]
+    ) -> (stamps: AppliedChangeStamps, appliedToIndex: Bool) {
+        state.withLock { state in
+            let before = state.stamp
+            if change.isEmpty { return (AppliedChangeStamps(before: before, after: before), before == stamp) }
+            let appliedToIndex = before == stamp
+            if appliedToIndex {
+                let stored = change.storing { state.interner.intern($0) }
+                // What the index does not hold (it keeps readable entries only), put back after.
+                let unknownSections = state.contents.unknownSections
+                var unreadableEntries = state.contents.unreadableEntries
+                state.contents = TokenCacheContents()  // the index's tables are now its alone
+                index.apply(stored, touching: &homes)
+                state.contents = index.contents
+                state.contents.unknownSections = unknownSections
+                if !unreadableEntries.isEmpty {
+                    TokenCacheContents.forgetUnreadable(in: &unreadableEntries, replacedBy: stored)
+                    state.contents.unreadableEntries = unreadableEntries
+                }
+            } else {
+                state.contents.apply(change, interning: &state.interner)
+            }
+            state.stamp &+= 1
+            publishedStamp.store(state.stamp, ordering: .releasing)
+            return (AppliedChangeStamps(before: before, after: state.stamp), appliedToIndex)
+        }
+    }
+
     private func applyLocked(_ change: TokenCacheChange) -> AppliedChangeStamps {
         state.withLock { state in
             let before = state.stamp

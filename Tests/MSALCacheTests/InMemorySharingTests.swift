@@ -1,0 +1,111 @@
+import Foundation
+import MSALCache
+import MSALCore
+import MSALTestSupport
+import Testing
+
+/// A token cache over an `InMemoryTokenCacheStore` keeps one copy of the entries for the store and
+/// its index. Checked against the same operations through a store the cache does not recognise
+/// (each side then keeps its own copy, applying every change twice), step by step.
+@Suite("TokenCache over an in-memory store: one copy of the entries")
+struct InMemorySharingTests {
+    /// Forwards to an in-memory store without being one, so a cache over it keeps its own copy.
+    final class ForwardingStore: TokenCacheStore {
+        let inner: InMemoryTokenCacheStore
+        init(_ inner: InMemoryTokenCacheStore) { self.inner = inner }
+        var accessGroup: String { inner.accessGroup }
+        func readAll() throws(MSALError) -> TokenCacheContents { try inner.readAll() }
+        func apply(_ change: TokenCacheChange) throws(MSALError) { try inner.apply(change) }
+        func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() }
+    }
+
+    static let homes = (0..<3).map { "0a0a0a0a-0000-4000-8000-00000000000\($0).\(Sample.tenant)" }
+    static let realms = [Sample.tenant, "bbbbbbbb-0000-4000-8000-00000000bbbb"]
+    static let targets = ["User.Read Mail.Read", "User.Read", "Files.Read", "Mail.Read Files.Read", "https://r.example/.default"]
+
+    /// Entries the starting contents hold that a cache cannot read, and a section it does not know:
+    /// one unreadable entry sits under the key a saved token will have.
+    static func startingContents() -> TokenCacheContents {
+        var contents = TokenCacheContents()
+        contents.unknownSections["FutureSection"] = .object(["x": .string("y")])
+        let replacedKey = Sample.accessToken(home: homes[0], target: targets[0], secret: "").key
+        contents.unreadableEntries["AccessToken"] = [
+            replacedKey: .object(["credential_type": .string("AccessToken_With_AuthScheme")]),
+            "kept-unreadable": .object(["credential_type": .string("AccessToken_With_AuthScheme")]),
+        ]
+        contents.unreadableEntries["Account"] = ["removed-unreadable": .object(["home_account_id": .number(1)])]
+        contents.insert(.account(Sample.account(home: homes[1])), storedKey: Sample.account(home: homes[1]).key)
+        return contents
+    }
+
+    @Test("Saves, removals and another cache's writes leave the store and the lookups as with two copies (seeded)")
+    func sameAsTwoCopies() throws {
+        let shared = InMemoryTokenCacheStore(contents: Self.startingContents())
+        let separate = InMemoryTokenCacheStore(contents: Self.startingContents())
+        let sharedCache = TokenCache(store: shared), otherSharedCache = TokenCache(store: shared)
+        let separateCache = TokenCache(store: ForwardingStore(separate)), otherSeparateCache = TokenCache(store: ForwardingStore(separate))
+        var random = SplitMix64(seed: 11)
+        var snapshots: [(contents: TokenCacheContents, json: Data)] = []
+        for step in 0..<300 {
+            let home = Self.homes[Int(random.next() % 3)], realm = Self.realms[Int(random.next() % 2)]
+            let target = Self.targets[Int(random.next() % UInt64(Self.targets.count))]
+            let operation = random.next() % 10
+            // The same operation on both sides; through the second cache now and then (another writer).
+            let second = random.next() % 5 == 0
+            for (cache, other) in [(sharedCache, otherSharedCache), (separateCache, otherSeparateCache)] {
+                let writer = second ? other : cache
+                switch operation {
+                case 0..<5:  // what a refresh writes
+                    try writer.save(
+                        accessToken: Sample.accessToken(home: home, realm: realm, target: target, secret: "AT-\(step)", expiresIn: TimeInterval(600 + step)),
+                        refreshToken: Sample.refreshToken(home: home, familyID: step % 2 == 0 ? "1" : nil, secret: "RT-\(step)"),
+                        idToken: Sample.idToken(home: home, realm: realm, secret: "ID-\(step)"),
+                        account: Sample.account(home: home, realm: realm, username: "user\(step % 4)@contoso.example"),
+                        appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: step % 3 == 0 ? "1" : nil))
+                case 5, 6:
+                    try writer.save(
+                        accessToken: Sample.accessToken(home: home, realm: realm, target: target, secret: "AT-\(step)"),
+                        refreshToken: nil, idToken: nil, account: nil, appMetadata: nil)
+                case 7:
+                    try writer.removeAccount(homeAccountID: home, environment: Sample.environment, clientID: Sample.clientID)
+                case 8:
+                    try writer.remove([
+                        CacheEntryRemoval(kind: .account, key: "removed-unreadable"),
+                        CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(home: home, realm: realm, target: target, secret: "").key),
+                    ])
+                default:
+                    break  // lookups only
+                }
+            }
+            let sharedContents = try shared.readAll(), separateContents = try separate.readAll()
+            #expect(sharedContents == separateContents, "step \(step)")
+            // Contents read before are values: no later change shows through them.
+            for snapshot in snapshots { #expect(try snapshot.contents.msalJSON() == snapshot.json, "step \(step)") }
+            if step % 50 == 0 { snapshots.append((sharedContents, try sharedContents.msalJSON())) }
+            let fresh = TokenCache(store: shared)
+            for lookupHome in Self.homes {
+                for cache in [sharedCache, otherSharedCache, fresh] {
+                    #expect(try cache.accountEntries(homeAccountID: lookupHome, environment: nil)
+                        == separateCache.accountEntries(homeAccountID: lookupHome, environment: nil), "step \(step)")
+                    #expect(try cache.refreshTokenCandidates(homeAccountID: lookupHome, environment: Sample.environment, clientID: Sample.clientID)
+                        == separateCache.refreshTokenCandidates(homeAccountID: lookupHome, environment: Sample.environment, clientID: Sample.clientID))
+                    for lookupRealm in Self.realms {
+                        for scopes: ScopeSet in [["user.read"], ["Mail.Read", "Files.Read"], ["https://r.example/.default"], []] {
+                            #expect(try cache.accessToken(homeAccountID: lookupHome, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID, scopes: scopes)
+                                == separateCache.accessToken(homeAccountID: lookupHome, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID, scopes: scopes))
+                        }
+                        #expect(try cache.idToken(homeAccountID: lookupHome, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID)
+                            == separateCache.idToken(homeAccountID: lookupHome, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID))
+                    }
+                }
+            }
+        }
+        let final = try shared.readAll()
+        // What the cache cannot read stays, but for what the changes replaced or removed.
+        #expect(final.unknownSections["FutureSection"] == .object(["x": .string("y")]))
+        #expect(final.unreadableEntries["AccessToken"]?["kept-unreadable"] != nil)
+        #expect(final.unreadableEntries["AccessToken"]?[Sample.accessToken(home: Self.homes[0], target: Self.targets[0], secret: "").key] == nil)
+        #expect(final.unreadableEntries["Account"] == nil)
+        #expect(final.accessTokens.count > 0)
+    }
+}
