@@ -835,9 +835,14 @@ struct CacheIndex: Sendable {
     /// Applies `change`, and adds to `homes` each (home account, environment) whose entries it
     /// changed: those of every entry it removed, replaced or inserted, app metadata aside (it
     /// belongs to no account). A home may be added more than once.
-    mutating func apply(_ change: TokenCacheChange, touching homes: inout [HomeEnvironment]) {
+    /// - Parameter storing: what is stored for each upsert (an equal entry; by default the upsert
+    ///   itself): its identity and key must be the upsert's.
+    mutating func apply(
+        _ change: TokenCacheChange, storing: (CacheEntry) -> CacheEntry = { $0 }, touching homes: inout [HomeEnvironment]
+    ) {
         for removal in change.removals { remove(kind: removal.kind, key: removal.key, touching: &homes) }
-        for (key, entry) in change.keyedUpserts {
+        for (key, upsert) in change.keyedUpserts {
+            let entry = storing(upsert)
             if case .appMetadata = entry {} else { Self.add(entry, to: &homes) }
             if replaceInPlace(entry, storedKey: key) { continue }
             remove(kind: entry.kind, key: key, touching: &homes)

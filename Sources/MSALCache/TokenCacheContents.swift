@@ -277,15 +277,6 @@ public struct TokenCacheChange: Sendable, Hashable {
         hasher.combine(removals)
     }
 
-    /// The same change with each upsert replaced by `transform` of it, under the same key
-    /// (`transform` must not change what the key is built from).
-    func storing(_ transform: (CacheEntry) -> CacheEntry) -> TokenCacheChange {
-        var keyed: [(key: String, entry: CacheEntry)] = []
-        keyed.reserveCapacity(upserts.count)
-        for (key, entry) in keyedUpserts { keyed.append((key, transform(entry))) }
-        return TokenCacheChange(keyedUpserts: keyed, removals: removals)
-    }
-
     /// Whether the change does nothing.
     public var isEmpty: Bool { upserts.isEmpty && removals.isEmpty }
 }

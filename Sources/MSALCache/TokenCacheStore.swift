@@ -199,16 +199,15 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
             if change.isEmpty { return (AppliedChangeStamps(before: before, after: before), before == stamp) }
             let appliedToIndex = before == stamp
             if appliedToIndex {
-                let stored = change.storing { state.interner.intern($0) }
                 // What the index does not hold (it keeps readable entries only), put back after.
                 let unknownSections = state.contents.unknownSections
                 var unreadableEntries = state.contents.unreadableEntries
                 state.contents = TokenCacheContents()  // the index's tables are now its alone
-                index.apply(stored, touching: &homes)
+                index.apply(change, storing: { state.interner.intern($0) }, touching: &homes)
                 state.contents = index.contents
                 state.contents.unknownSections = unknownSections
                 if !unreadableEntries.isEmpty {
-                    TokenCacheContents.forgetUnreadable(in: &unreadableEntries, replacedBy: stored)
+                    TokenCacheContents.forgetUnreadable(in: &unreadableEntries, replacedBy: change)
                     state.contents.unreadableEntries = unreadableEntries
                 }
             } else {
