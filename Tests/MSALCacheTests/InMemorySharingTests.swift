@@ -35,6 +35,12 @@ struct InMemorySharingTests {
         ]
         contents.unreadableEntries["Account"] = ["removed-unreadable": .object(["home_account_id": .number(1)])]
         contents.insert(.account(Sample.account(home: homes[1])), storedKey: Sample.account(home: homes[1]).key)
+        // Entries of the third account under keys another MSAL wrote (not this version's keys).
+        contents.insert(.accessToken(Sample.accessToken(home: homes[2], target: targets[1], secret: "AT-foreign")), storedKey: "foreign-access-token")
+        contents.insert(.accessToken(Sample.accessToken(home: homes[2], realm: realms[1], target: targets[2], secret: "AT-foreign-2")), storedKey: "foreign-access-token-2")
+        contents.insert(.refreshToken(Sample.refreshToken(home: homes[2], secret: "RT-foreign")), storedKey: "foreign-refresh-token")
+        contents.insert(.idToken(Sample.idToken(home: homes[2], secret: "ID-foreign")), storedKey: "foreign-id-token")
+        contents.insert(.account(Sample.account(home: homes[2])), storedKey: "foreign-account")
         return contents
     }
 
@@ -107,5 +113,7 @@ struct InMemorySharingTests {
         #expect(final.unreadableEntries["AccessToken"]?[Sample.accessToken(home: Self.homes[0], target: Self.targets[0], secret: "").key] == nil)
         #expect(final.unreadableEntries["Account"] == nil)
         #expect(final.accessTokens.count > 0)
+        // The entries under other MSALs' keys were replaced or removed along the way.
+        #expect(final.refreshTokens["foreign-refresh-token"] == nil && final.accounts["foreign-account"] == nil)
     }
 }
