@@ -119,7 +119,8 @@ extension TokenCacheStore {
 
 /// A token cache store that lives only as long as the process: for tests, and for apps that do not
 /// want tokens on disk. Every change is atomic under a lock; ``changeStamp()`` counts non-empty
-/// changes. Each instance is its own location: two instances never share entries.
+/// changes. Each instance is its own location: two instances never share entries. A ``TokenCache``
+/// over it keeps no second copy of the entries: its index and the store share one.
 public final class InMemoryTokenCacheStore: TokenCacheStore {
     /// The access group this store stands for. An in-memory store is one process's only, so the group
     /// names it and nothing else.
@@ -202,7 +203,9 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
                 // What the index does not hold (it keeps readable entries only), put back after.
                 let unknownSections = state.contents.unknownSections
                 var unreadableEntries = state.contents.unreadableEntries
-                state.contents = TokenCacheContents()  // the index's tables are now its alone
+                // Let go of the tables, so the index changes them in place (unless contents read
+                // from the store meanwhile hold them too: then it copies them, as any value does).
+                state.contents = TokenCacheContents()
                 index.apply(change, storing: { state.interner.intern($0) }, touching: &homes)
                 state.contents = index.contents
                 state.contents.unknownSections = unknownSections
