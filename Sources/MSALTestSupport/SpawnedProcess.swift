@@ -123,8 +123,8 @@ public final class SpawnedProcess: Sendable {
         public var standardErrorText: String { String(decoding: standardError, as: UTF8.self) }
     }
 
-    /// The child's process ID, also the ID of its process group.
-    public let pid: pid_t
+    /// The child's process ID (a `pid_t`), also the ID of its process group.
+    public let pid: Int32
     /// The executable's path.
     public let executable: String
     /// The arguments after `argv[0]`.
