@@ -287,7 +287,7 @@ public final class SpawnedProcess: Sendable {
         return reaper.termination
     }
 
-    /// Suspends until the child ends; no thread is blocked (the reaper thread resumes the caller).
+    /// Suspends until the child ends; no thread is blocked (a Dispatch notification resumes the caller).
     /// Task cancellation does not end the wait (signal the child to end it).
     /// - Returns: how it ended.
     public func waitForExit() async -> Termination {
@@ -387,125 +387,127 @@ public final class SpawnedProcess: Sendable {
     }
 }
 
-/// The writing end of a child's standard input pipe. Closed by ``close()`` or when the value goes
-/// away (the child then reads end of file).
-public final class InputPipe: Sendable {
-    private let descriptor: Int32
-    private let executable: String
-    private let isClosed = Mutex(false)
+extension SpawnedProcess {
+    /// The writing end of a child's standard input pipe. Closed by ``close()`` or when the value goes
+    /// away (the child then reads end of file).
+    public final class InputPipe: Sendable {
+        private let descriptor: Int32
+        private let executable: String
+        private let isClosed = Mutex(false)
 
-    init(descriptor: Int32, executable: String) {
-        self.descriptor = descriptor
-        self.executable = executable
-    }
-
-    /// Writes all of `data`, blocking while the pipe is full. SIGPIPE is not raised when the child
-    /// closed its end (that fails with `EPIPE` instead).
-    /// - Throws: ``SpawnedProcess/SystemError`` (`write`): `EPIPE` when the child no longer reads,
-    ///   `EBADF` after ``close()``.
-    public func write(_ data: Data) throws {
-        guard !isClosed.withLock({ $0 }) else {
-            throw SpawnedProcess.SystemError(operation: "write", executable: executable, code: EBADF)
+        init(descriptor: Int32, executable: String) {
+            self.descriptor = descriptor
+            self.executable = executable
         }
-        let code: Int32 = Spawning.withoutSIGPIPE {
-            data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Int32 in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        return errno
+
+        /// Writes all of `data`, blocking while the pipe is full. SIGPIPE is not raised when the child
+        /// closed its end (that fails with `EPIPE` instead).
+        /// - Throws: ``SpawnedProcess/SystemError`` (`write`): `EPIPE` when the child no longer reads,
+        ///   `EBADF` after ``close()``.
+        public func write(_ data: Data) throws {
+            guard !isClosed.withLock({ $0 }) else {
+                throw SpawnedProcess.SystemError(operation: "write", executable: executable, code: EBADF)
+            }
+            let code: Int32 = Spawning.withoutSIGPIPE {
+                data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Int32 in
+                    var offset = 0
+                    while offset < buffer.count {
+                        let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                        if written < 0 {
+                            if errno == EINTR { continue }
+                            return errno
+                        }
+                        offset += written
                     }
-                    offset += written
+                    return 0
                 }
-                return 0
+            }
+            if code != 0 { throw SpawnedProcess.SystemError(operation: "write", executable: executable, code: code) }
+        }
+
+        /// Writes `text` as UTF-8, as `write(_:)` does with `Data`.
+        /// - Throws: what `write(_:)` with `Data` throws.
+        public func write(_ text: String) throws { try write(Data(text.utf8)) }
+
+        /// Closes the pipe: the child reads end of file. Closing again does nothing.
+        public func close() {
+            let wasOpen = isClosed.withLock { closed in
+                defer { closed = true }
+                return !closed
+            }
+            if wasOpen { _ = Glibc.close(descriptor) }
+        }
+
+        deinit { close() }
+    }
+
+    /// The reading end of a child's standard output or error pipe. Closed by ``close()`` or when the
+    /// value goes away. One thread reads it at a time; do not close it while another thread reads.
+    public final class OutputPipe: Sendable {
+        private let descriptor: Int32
+        private let executable: String
+        private let isClosed = Mutex(false)
+
+        init(descriptor: Int32, executable: String) {
+            self.descriptor = descriptor
+            self.executable = executable
+        }
+
+        /// Reads what is there, blocking until something is (or end of file).
+        /// - Parameter count: the most bytes to return.
+        /// - Returns: up to `count` bytes; empty at end of file (the child and everything that inherited
+        ///   the pipe from it closed it, normally by exiting).
+        /// - Throws: ``SpawnedProcess/SystemError`` (`read`): `EBADF` after ``close()``, or what `read` reports.
+        public func read(upToCount count: Int = 65_536) throws -> Data {
+            guard !isClosed.withLock({ $0 }) else {
+                throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: EBADF)
+            }
+            var buffer = [UInt8](repeating: 0, count: max(count, 1))
+            while true {
+                let received = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                if received >= 0 { return Data(buffer[0..<received]) }
+                if errno != EINTR {
+                    throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: errno)
+                }
             }
         }
-        if code != 0 { throw SpawnedProcess.SystemError(operation: "write", executable: executable, code: code) }
-    }
 
-    /// Writes `text` as UTF-8 (see ``write(_:)-(Data)``).
-    /// - Throws: what ``write(_:)-(Data)`` throws.
-    public func write(_ text: String) throws { try write(Data(text.utf8)) }
-
-    /// Closes the pipe: the child reads end of file. Closing again does nothing.
-    public func close() {
-        let wasOpen = isClosed.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        if wasOpen { _ = Glibc.close(descriptor) }
-    }
-
-    deinit { close() }
-}
-
-/// The reading end of a child's standard output or error pipe. Closed by ``close()`` or when the
-/// value goes away. One thread reads it at a time; do not close it while another thread reads.
-public final class OutputPipe: Sendable {
-    private let descriptor: Int32
-    private let executable: String
-    private let isClosed = Mutex(false)
-
-    init(descriptor: Int32, executable: String) {
-        self.descriptor = descriptor
-        self.executable = executable
-    }
-
-    /// Reads what is there, blocking until something is (or end of file).
-    /// - Parameter count: the most bytes to return.
-    /// - Returns: up to `count` bytes; empty at end of file (the child and everything that inherited
-    ///   the pipe from it closed it, normally by exiting).
-    /// - Throws: ``SpawnedProcess/SystemError`` (`read`): `EBADF` after ``close()``, or what `read` reports.
-    public func read(upToCount count: Int = 65_536) throws -> Data {
-        guard !isClosed.withLock({ $0 }) else {
-            throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: EBADF)
-        }
-        var buffer = [UInt8](repeating: 0, count: max(count, 1))
-        while true {
-            let received = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            if received >= 0 { return Data(buffer[0..<received]) }
-            if errno != EINTR {
-                throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: errno)
+        /// Reads to end of file, blocking the calling thread.
+        /// - Returns: everything read.
+        /// - Throws: what ``read(upToCount:)`` throws.
+        public func readToEnd() throws -> Data {
+            var data = Data()
+            while true {
+                let chunk = try read()
+                if chunk.isEmpty { return data }
+                data.append(chunk)
             }
         }
-    }
 
-    /// Reads to end of file, blocking the calling thread.
-    /// - Returns: everything read.
-    /// - Throws: what ``read(upToCount:)`` throws.
-    public func readToEnd() throws -> Data {
-        var data = Data()
-        while true {
-            let chunk = try read()
-            if chunk.isEmpty { return data }
-            data.append(chunk)
-        }
-    }
-
-    /// Reads to end of file on a thread of its own; suspends without blocking a thread of the
-    /// cooperative pool.
-    /// - Returns: everything read.
-    /// - Throws: what ``read(upToCount:)`` throws.
-    public func readToEndInBackground() async throws -> Data {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { [self] in
-                continuation.resume(with: Result { try self.readToEnd() })
+        /// Reads to end of file on a thread of its own; suspends without blocking a thread of the
+        /// cooperative pool.
+        /// - Returns: everything read.
+        /// - Throws: what ``read(upToCount:)`` throws.
+        public func readToEndInBackground() async throws -> Data {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread { [self] in
+                    continuation.resume(with: Result { try self.readToEnd() })
+                }
             }
         }
-    }
 
-    /// Closes the pipe (a child still writing then fails with `EPIPE` or SIGPIPE). Closing again
-    /// does nothing.
-    public func close() {
-        let wasOpen = isClosed.withLock { closed in
-            defer { closed = true }
-            return !closed
+        /// Closes the pipe (a child still writing then fails with `EPIPE` or SIGPIPE). Closing again
+        /// does nothing.
+        public func close() {
+            let wasOpen = isClosed.withLock { closed in
+                defer { closed = true }
+                return !closed
+            }
+            if wasOpen { _ = Glibc.close(descriptor) }
         }
-        if wasOpen { _ = Glibc.close(descriptor) }
-    }
 
-    deinit { close() }
+        deinit { close() }
+    }
 }
 
 /// An `errno` value thrown inside ``Spawning``.
@@ -608,7 +610,7 @@ private enum Spawning {
     }
 
     /// Starts reading `standardOutput` and `standardError` (each when not `nil`) to their ends.
-    static func readToEnd(_ standardOutput: OutputPipe?, _ standardError: OutputPipe?) -> Reading {
+    static func readToEnd(_ standardOutput: SpawnedProcess.OutputPipe?, _ standardError: SpawnedProcess.OutputPipe?) -> Reading {
         let reading = Reading()
         for (pipe, isStandardOutput) in [(standardOutput, true), (standardError, false)] {
             guard let pipe else { continue }

@@ -61,7 +61,8 @@ struct SpawnedProcessTests {
 
         let directory = try ScratchDirectory()
         let path = directory.file("out.txt")
-        let child = try SpawnedProcess("/bin/sh", ["-c", "echo to-file; echo to-null >&2"], standardOutput: .file(path), standardError: .null)
+        let child = try SpawnedProcess(
+            "/bin/sh", ["-c", "echo to-file; echo to-null >&2"], standardOutput: .file(path), standardError: .null)
         #expect(await child.waitForExit() == .exited(0))
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "to-file\n")
     }
@@ -107,7 +108,8 @@ struct SpawnedProcessTests {
         defer { close(stray) }
         // The glob lists the directory through a descriptor of its own, closed by the time `-e` runs.
         let output = try await SpawnedProcess(
-            "/bin/sh", ["-c", "for f in /proc/$$/fd/*; do [ -e \"$f\" ] && echo ${f##*/}; done; true"], standardInput: .null, standardOutput: .pipe
+            "/bin/sh", ["-c", "for f in /proc/$$/fd/*; do [ -e \"$f\" ] && echo ${f##*/}; done; true"],
+            standardInput: .null, standardOutput: .pipe
         ).readOutputAndWait()
         #expect(output.standardOutputText.split(separator: "\n").sorted() == ["0", "1", "2"])
     }
