@@ -2,6 +2,7 @@ import Foundation
 import MSALCache
 @testable import MSALCacheKeyring
 import MSALCore
+import MSALTestSupport
 import Testing
 
 /// Machines where the keyring cannot be used, each set up for real in a child process (this test
@@ -141,13 +142,10 @@ struct UnusableKeyring {
             secret = dbus.Struct((session, dbus.ByteArray(b''), dbus.ByteArray(os.environ['MSAL_TEST_KEYRING_PASSWORD'].encode()), 'text/plain'))
             unlock.UnlockWithMasterPassword(dbus.ObjectPath('/org/freedesktop/secrets/collection/login'), secret)
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", script]
-        process.environment = ProcessInfo.processInfo.environment.merging(["MSAL_TEST_KEYRING_PASSWORD": password]) { $1 }
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "python3-dbus could not unlock the login keyring")
+        let process = try SpawnedProcess(
+            "/usr/bin/python3", ["-c", script],
+            environment: ProcessInfo.processInfo.environment.merging(["MSAL_TEST_KEYRING_PASSWORD": password]) { $1 })
+        #expect(process.waitUntilExit().status == 0, "python3-dbus could not unlock the login keyring")
     }
 
     // MARK: Parent

@@ -2,6 +2,7 @@ import Foundation
 import MSALCache
 @testable import MSALCacheKeyring
 import MSALCore
+import MSALTestSupport
 import Synchronization
 import Testing
 
@@ -138,17 +139,12 @@ enum SecretTool {
     /// is not a terminal, secret-tool prints label, secret and schema to standard output and the
     /// attributes to standard error, so a search must match one item to keep them together.)
     static func item(_ attributes: [String: String]) throws -> Item? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["search"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let process = try SpawnedProcess(
+            path, ["search"] + attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] },
+            standardOutput: .pipe, standardError: .pipe)
+        let output = try process.readOutputAndWaitUntilExit()
+        let outputText = output.standardOutputText
+        let errorText = output.standardErrorText
         if outputText.isEmpty { return nil }
         var item = Item()
         for line in (outputText + "\n" + errorText).split(separator: "\n") {

@@ -1,12 +1,8 @@
 import Foundation
 import MSALCache
 import MSALTestSupport
-import Synchronization
 import Testing
 @testable import msal_cache_worker
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A fresh directory under the system temp dir, removed when the value goes away.
 final class TemporaryDirectory: Sendable {
@@ -46,16 +42,9 @@ enum WorkerBinary {
 /// stdin is a pipe for the start line.
 final class WorkerProcess: Sendable {
     let arguments: [String]
-    private let process: Process
-    private let input: Pipe
+    private let process: SpawnedProcess
     private let outputPath: String
     private let errorPath: String
-    private let status = ExitStatus()
-
-    /// Set once by the termination handler.
-    private final class ExitStatus: Sendable {
-        let value = Mutex<Int32?>(nil)
-    }
 
     /// Starts `msal-cache-worker <arguments>`; its output files go in `directory`.
     init(_ arguments: [String], directory: String, name: String) throws {
@@ -64,23 +53,11 @@ final class WorkerProcess: Sendable {
         errorPath = directory + "/\(name).err"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        process = Process()
-        input = Pipe()
-        process.executableURL = URL(fileURLWithPath: WorkerBinary.path)
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
-        let status = status
-        process.terminationHandler = { process in
-            // A killed worker reports the signal: 128 + signal, as a shell would.
-            let code = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-            status.value.withLock { $0 = code }
-        }
-        try process.run()
+        process = try SpawnedProcess(
+            WorkerBinary.path, arguments, standardInput: .pipe, standardOutput: .file(outputPath), standardError: .file(errorPath))
     }
 
-    var processIdentifier: Int32 { process.processIdentifier }
+    var processIdentifier: Int32 { process.pid }
 
     /// Its standard output so far, as lines.
     var lines: [String] {
@@ -91,17 +68,18 @@ final class WorkerProcess: Sendable {
     /// Its standard error so far.
     var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
-    /// The exit status (128 + signal when killed), or `nil` while it runs.
-    var exitStatus: Int32? { status.value.withLock { $0 } }
+    /// The exit status (128 + signal when killed, as a shell reports it), or `nil` while it runs.
+    var exitStatus: Int32? { process.termination?.shellStatus }
 
-    /// Writes one line to its stdin.
+    /// Writes one line to its stdin. A worker that has exited reads no more: the write fails (with
+    /// EPIPE, never SIGPIPE) and is dropped, and the worker's exit status tells what happened.
     func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+        try? process.standardInput?.write(line + "\n")
     }
 
-    /// Sends SIGKILL.
+    /// Sends SIGKILL (nothing once the worker has exited).
     func kill() {
-        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+        process.kill()
     }
 
     /// Waits until a line equal to `line` appears or the worker exits.

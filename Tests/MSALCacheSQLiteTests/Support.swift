@@ -44,22 +44,13 @@ enum SQLiteShell {
     /// Runs SQL in a separate `sqlite3` process. - Returns: its standard output.
     @discardableResult
     static func run(_ database: String, _ sql: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-batch", "-bail", database]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        input.fileHandleForWriting.write(Data((".timeout 5000\n" + sql + "\n").utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        // Foundation on Linux does not close a Pipe's read end when the Pipe is released.
-        try? output.fileHandleForReading.close()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        if process.terminationStatus != 0 { throw ShellError(output: text) }
+        let process = try SpawnedProcess(
+            path, ["-batch", "-bail", database], standardInput: .pipe, standardOutput: .pipe, standardError: .standardOutput)
+        try process.standardInput?.write(".timeout 5000\n" + sql + "\n")
+        process.standardInput?.close()
+        let output = try process.readOutputAndWaitUntilExit()
+        let text = output.standardOutputText
+        if output.termination.status != 0 { throw ShellError(output: text) }
         return text
     }
 
@@ -71,17 +62,12 @@ enum SQLiteShell {
 
 /// A separate `sqlite3` process holding a database's write lock (`BEGIN IMMEDIATE`) until released.
 final class ShellWriteLock {
-    private let process = Process()
-    private let input = Pipe()
+    private let process: SpawnedProcess
 
     /// Starts the process and returns once it holds the lock (it touches `marker` then).
     init(database: String, marker: String) throws {
-        process.executableURL = URL(fileURLWithPath: SQLiteShell.path)
-        process.arguments = ["-batch", database]
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(".timeout 5000\nBEGIN IMMEDIATE;\n.system touch \(marker)\n".utf8))
+        process = try SpawnedProcess(SQLiteShell.path, ["-batch", database], standardInput: .pipe, standardOutput: .null)
+        try process.standardInput?.write(".timeout 5000\nBEGIN IMMEDIATE;\n.system touch \(marker)\n")
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: marker) && Date() < deadline { usleep(10_000) }
         guard FileManager.default.fileExists(atPath: marker) else {
@@ -92,8 +78,8 @@ final class ShellWriteLock {
 
     /// Commits (nothing was written) and ends the process.
     func release() throws {
-        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
-        try input.fileHandleForWriting.close()
+        try process.standardInput?.write("COMMIT;\n.quit\n")
+        process.standardInput?.close()
         process.waitUntilExit()
     }
 }

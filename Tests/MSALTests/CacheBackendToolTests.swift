@@ -211,21 +211,19 @@ struct ToolRun {
         _ arguments: [String], environment extra: [String: String] = [:], onStderrLine: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> ToolRun {
         try #require(FileManager.default.isExecutableFile(atPath: ToolTests.binary), "build the tool first: swift build --product msal")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ToolTests.binary)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }.merging(extra) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        let process = try SpawnedProcess(
+            ToolTests.binary, arguments,
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }.merging(extra) { $1 },
+            standardOutput: .pipe, standardError: .pipe)
+        let out = try #require(process.standardOutput)
+        let err = try #require(process.standardError)
         let stderrText = Mutex("")
         // Read stderr line by line on a thread of its own: the device-code prompt must be answered
         // while the process waits for it.
         let reader = Thread {
-            let handle = err.fileHandleForReading
             var pending = Data()
             while true {
-                let chunk = handle.availableData
+                let chunk = (try? err.read()) ?? Data()
                 if chunk.isEmpty { break }
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
@@ -237,19 +235,13 @@ struct ToolRun {
             }
             stderrText.withLock { $0 += String(decoding: pending, as: UTF8.self) }
         }
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-                reader.start()
-            } catch {
-                continuation.resume(throwing: error)
-            }
-        }
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        reader.start()
+        // Standard output is read while the process runs, so it never fills its pipe.
+        async let stdoutData = out.readToEndInBackground()
+        let status = await process.waitForExit().status
+        let stdout = String(decoding: try await stdoutData, as: UTF8.self)
         // The reader ends at end of file on stderr, which follows the process's exit.
         while !reader.isFinished { try await Task.sleep(nanoseconds: 1_000_000) }
-        closePipes(out, err)
         return ToolRun(status: status, stdout: stdout, stderr: stderrText.withLock { $0 })
     }
 }

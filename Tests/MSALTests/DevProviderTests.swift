@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import MSALTestSupport
 import Synchronization
 import Testing
 
@@ -11,32 +12,28 @@ import Testing
 struct DevProviderTests {
     /// A running `msal dev-provider` and its first stdout line.
     final class Server: Sendable {
-        let process: Process
+        /// The server; its standard error is a pipe kept open (never read) so that the server's
+        /// stderr writes never fail.
+        let process: SpawnedProcess
         let firstLine: String
-        /// Kept open so the server's stderr writes never fail.
-        private let stderr: Pipe
 
         init(_ arguments: [String]) async throws {
             try #require(FileManager.default.isExecutableFile(atPath: ToolTests.binary), "build the tool first: swift build --product msal")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: ToolTests.binary)
-            process.arguments = ["dev-provider"] + arguments
-            process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            try process.run()
+            let process = try SpawnedProcess(
+                ToolTests.binary, ["dev-provider"] + arguments,
+                environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") },
+                standardOutput: .pipe, standardError: .pipe)
             // A server that never prints is killed, so the read below ends. A hang guard, not a speed
             // check: at the start of the whole parallel suite on two cores a debug server has taken
             // close to 30 s to print, and was killed right after.
-            let watchdog = DispatchWorkItem { if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) } }
+            let watchdog = DispatchWorkItem { if process.isRunning { process.interrupt(); process.kill() } }
             DispatchQueue.global().asyncAfter(deadline: .now() + 180, execute: watchdog)
-            let handle = out.fileHandleForReading
+            let out = try #require(process.standardOutput)
             let line: String = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
                     var data = Data()
                     while !data.contains(UInt8(ascii: "\n")) {
-                        let chunk = handle.availableData
+                        let chunk = (try? out.read()) ?? Data()
                         if chunk.isEmpty { break }
                         data.append(chunk)
                     }
@@ -47,7 +44,6 @@ struct DevProviderTests {
             watchdog.cancel()
             self.process = process
             self.firstLine = line
-            self.stderr = err
         }
 
         /// The first line as JSON (with `--output json`).
@@ -57,16 +53,11 @@ struct DevProviderTests {
 
         /// Sends SIGTERM and returns the exit status.
         func terminate() async -> Int32 {
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    self.process.terminate()
-                    self.process.waitUntilExit()
-                    // See closePipes: the read ends stay open otherwise.
-                    try? (self.process.standardOutput as? Pipe)?.fileHandleForReading.close()
-                    closePipes(self.stderr)
-                    continuation.resume(returning: self.process.terminationStatus)
-                }
-            }
+            process.terminate()
+            let termination = await process.waitForExit()
+            process.standardOutput?.close()
+            process.standardError?.close()
+            return termination.status
         }
     }
 

@@ -20,24 +20,14 @@ enum InteropPython {
     static var required: Bool { ProcessInfo.processInfo.environment["MSAL_INTEROP_REQUIRED"] == "1" }
 
     /// Runs the venv's Python; output goes to files, so a large output cannot fill a pipe while
-    /// nobody reads it. Waits with `terminationHandler`, blocking no thread.
+    /// nobody reads it. Waits for its exit without blocking a thread.
     static func run(_ arguments: [String], in directory: TemporaryDirectory) async throws -> (status: Int32, stdout: String, stderr: String) {
         let stdoutURL = directory.url.appendingPathComponent("python-\(UUID().uuidString).out")
         let stderrURL = directory.url.appendingPathComponent("python-\(UUID().uuidString).err")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        let stdout = try FileHandle(forWritingTo: stdoutURL)
-        let stderr = try FileHandle(forWritingTo: stderrURL)
-        defer { try? stdout.close(); try? stderr.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = arguments
-        process.standardOutput = stdout
-        process.standardError = stderr
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
+        let process = try SpawnedProcess(python, arguments, standardOutput: .file(stdoutURL.path), standardError: .file(stderrURL.path))
+        let status = await process.waitForExit().status
         return (status, try String(contentsOf: stdoutURL, encoding: .utf8), try String(contentsOf: stderrURL, encoding: .utf8))
     }
 

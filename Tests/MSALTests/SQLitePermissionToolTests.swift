@@ -20,27 +20,25 @@ struct SQLitePermissionToolTests {
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
 
         // root reads any file: run the tool as nobody then (the file stays root's, mode 000).
-        let process = Process()
+        let executable: String
+        let arguments: [String]
         let tool = ["accounts", "--client-id", "client", "--cache", path]
         if geteuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", ToolTests.binary] + tool
+            executable = "/usr/bin/setpriv"
+            arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", ToolTests.binary] + tool
         } else {
-            process.executableURL = URL(fileURLWithPath: ToolTests.binary)
-            process.arguments = tool
+            executable = ToolTests.binary
+            arguments = tool
         }
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
         environment["HOME"] = directory.path
         environment["XDG_DATA_HOME"] = directory.path
-        process.environment = environment
-        let err = Pipe()
-        process.standardError = err
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let output = try await SpawnedProcess(
+            executable, arguments, environment: environment, standardOutput: .null, standardError: .pipe
+        ).readOutputAndWait()
+        let stderr = output.standardErrorText
 
-        #expect(process.terminationStatus == 1, "\(stderr)")
+        #expect(output.termination.status == 1, "\(stderr)")
         #expect(stderr.contains("exists but is not readable or writable by this user"), "\(stderr)")
         #expect(!stderr.contains("directory exists"), "\(stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)

@@ -66,30 +66,8 @@ struct LocalFixture {
 /// Runs a program and returns its exit status and standard output, without blocking a thread of
 /// the cooperative pool while it runs.
 func runProcess(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    return try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { process in
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            closePipes(pipe)
-            continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
-        }
-        do { try process.run() } catch { continuation.resume(throwing: error) }
-    }
-}
-
-/// Closes the read ends of pipes whose output was read to the end (Process closes the write ends
-/// it handed to the child). Foundation on Linux leaves them open when the `Pipe` is released, so
-/// without this each tool run left descriptors behind: about 270 after the MSALTests target, which
-/// pushed this process past the ~1,360 descriptors at which `Process.run()`'s scan of
-/// `/proc/self/fd` fills glibc's 32 KiB directory buffer, where swift-corelibs-foundation's
-/// 256-byte copy of the last entry's name can run into an unmapped page (the intermittent
-/// "Bad pointer dereference" in `__memcpy` under `Process.run()`; swiftlang/swift-corelibs-foundation#5472).
-func closePipes(_ pipes: Pipe...) {
-    for pipe in pipes { try? pipe.fileHandleForReading.close() }
+    let output = try await SpawnedProcess(executable, arguments, standardOutput: .pipe).readOutputAndWait()
+    return (output.termination.status, output.standardOutputText)
 }
 
 /// The repository's root, found from this file's path.

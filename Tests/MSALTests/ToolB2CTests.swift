@@ -26,19 +26,11 @@ struct ToolB2CTests {
         #expect(refused.stderr.contains("knownAuthorities"))
 
         // With the host trusted: run the tool, read its prompt line, approve as the user.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ToolTests.binary)
-        process.arguments = ["login", "--device-code", "--known-authority", host] + common
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let exited = Task<Int32, Never> {
-            await withCheckedContinuation { continuation in
-                process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-                try? process.run()
-            }
-        }
+        let process = try SpawnedProcess(
+            ToolTests.binary, ["login", "--device-code", "--known-authority", host] + common,
+            environment: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") },
+            standardOutput: .pipe, standardError: .pipe)
+        let exited = Task { try await process.readOutputAndWait() }
         var approved = false
         for _ in 0..<500 where !approved {
             if let code = provider.pendingUserCodes.first {
@@ -49,9 +41,9 @@ struct ToolB2CTests {
             }
         }
         #expect(approved)
-        let status = await exited.value
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        closePipes(out, err)
+        let output = try await exited.value
+        let status = output.termination.status
+        let stdout = output.standardOutputText
         #expect(status == 0)
         let result = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
         #expect(result["token_source"] as? String == "identity_provider")

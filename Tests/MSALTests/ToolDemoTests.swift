@@ -1,4 +1,5 @@
 import Foundation
+import MSALTestSupport
 import Testing
 
 /// `msal demo` stopped by a signal: its temporary cache folder (an SQLite cache holding the local
@@ -14,8 +15,8 @@ struct ToolDemoTests {
         for _ in 1...3 {
             let parent = TemporaryDirectory()
             let run = try await Self.demo(interruptedBy: number, temporaryDirectory: parent)
-            if run.reason == .exit && run.status == 0 { continue }
-            #expect(run.reason == .uncaughtSignal && run.status == number, "ended by \(run.reason) \(run.status): \(run.stderr)")
+            if run.termination == .exited(0) { continue }
+            #expect(run.termination == .signaled(number), "ended by \(run.termination): \(run.stderr)")
             let left = try FileManager.default.contentsOfDirectory(atPath: parent.url.path)
             #expect(left.isEmpty, "left behind: \(left)")
             #expect(run.stderr.contains("removed its temporary cache folder"), "\(run.stderr)")
@@ -34,44 +35,30 @@ struct ToolDemoTests {
     }
 
     struct Run {
-        let reason: Process.TerminationReason
-        let status: Int32
+        let termination: SpawnedProcess.Termination
         let stderr: String
     }
 
     /// Starts `msal demo` with `TMPDIR` set to `temporaryDirectory`, waits until its cache file
     /// exists there, sends `signal`, and waits for the process to end.
     static func demo(interruptedBy signal: Int32, temporaryDirectory: TemporaryDirectory) async throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ToolTests.binary)
-        process.arguments = ["demo"]
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
         environment["TMPDIR"] = temporaryDirectory.url.path
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        defer { closePipes(out, err) }
-        let (ended, finish) = AsyncStream.makeStream(of: (Process.TerminationReason, Int32).self)
-        process.terminationHandler = {
-            finish.yield(($0.terminationReason, $0.terminationStatus))
-            finish.finish()
-        }
-        try process.run()
+        let process = try SpawnedProcess(ToolTests.binary, ["demo"], environment: environment, standardOutput: .pipe, standardError: .pipe)
+        // Its output is read while it runs, so it never fills a pipe.
+        async let ended = process.readOutputAndWait()
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning, Date() < deadline {
             let folders = (try? FileManager.default.contentsOfDirectory(atPath: temporaryDirectory.url.path)) ?? []
             if let folder = folders.first(where: { $0.hasPrefix("msal-demo-") }),
                FileManager.default.fileExists(atPath: temporaryDirectory.url.appendingPathComponent(folder).appendingPathComponent("msal_cache.sqlite").path) {
-                kill(process.processIdentifier, signal)
+                process.send(signal)
                 break
             }
             try await Task.sleep(nanoseconds: 5_000_000)
         }
         if process.isRunning, Date() >= deadline { process.terminate() }
-        var iterator = ended.makeAsyncIterator()
-        let (reason, status) = try #require(await iterator.next())
-        return Run(reason: reason, status: status,
-                   stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        let output = try await ended
+        return Run(termination: output.termination, stderr: output.standardErrorText)
     }
 }

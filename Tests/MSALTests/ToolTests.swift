@@ -22,26 +22,13 @@ struct ToolTests {
     func msal(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Run {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tool first: swift build --product msal")
         let directory = TemporaryDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("MSAL_") }
         environment["MSAL_CACHE"] = directory.path("cache.sqlite")
         environment.merge(extra) { _, added in added }
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        // See closePipes: the read ends stay open otherwise.
-        defer { closePipes(out, err) }
-        return Run(
-            status: status,
-            stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-            stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        let output = try await SpawnedProcess(
+            Self.binary, arguments, environment: environment, standardOutput: .pipe, standardError: .pipe
+        ).readOutputAndWait()
+        return Run(status: output.termination.status, stdout: output.standardOutputText, stderr: output.standardErrorText)
     }
 
     @Test("An authority that is not a URL: exit 1, one line naming invalidAuthority")
