@@ -28,10 +28,9 @@ export MSAL_KEYRING_REQUIRED=1
 
 swift_status=0
 # MSALTests (the facade, and the suites that run the msal tool as a child process) runs on its own:
-# swift-corelibs-foundation's Process.run() (Swift 6.3) can read past glibc's directory buffer while
-# scanning /proc/self/fd when a process has about 1,360 descriptors open (fixed upstream in
-# swift-corelibs-foundation#5472), and all suites at once have peaked near 1,500 (sockets of the
-# local providers and the tools' pipes).
+# all suites at once have peaked near 1,500 open descriptors (sockets of the local providers and the
+# tools' pipes). The tests start child processes with posix_spawn (SpawnedProcess in MSALTestSupport),
+# not Foundation's Process, whose run() can crash on Linux with Swift 6.3 (swift-corelibs-foundation#5472).
 scripts/lib/keyring-session.sh swift test --skip-build --skip MSALCacheProcessTests --skip MSALTests || swift_status=$?
 scripts/lib/keyring-session.sh swift test --skip-build --filter MSALTests || swift_status=$?
 # The many-process and crash tests load both cores with 16 writers at a time: run them on their own,
