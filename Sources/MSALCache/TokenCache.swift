@@ -655,34 +655,26 @@ public final class TokenCache: Sendable {
     @discardableResult
     private func commit(_ change: TokenCacheChange, _ state: inout State) throws(MSALError) -> Bool {
         guard !change.isEmpty else { return true }
+        var homes: [HomeEnvironment] = []
+        let stamps: AppliedChangeStamps
+        let applied: Bool
         if let inMemoryStore, state.index != nil {
             // One copy of the entries for the store and the index, changed once.
             state.releaseHandedOutPartitions()
-            var homes: [HomeEnvironment] = []
-            let (stamps, applied) = inMemoryStore.apply(change, sharingWith: &state.index!, loadedAt: state.stamp, touching: &homes)
-            if applied {
-                state.stamp = stamps.after
-                state.indexChanged(touching: homes)
-            } else {
+            (stamps, applied) = inMemoryStore.apply(change, sharingWith: &state.index!, loadedAt: state.stamp, touching: &homes)
+        } else {
+            do throws(MSALError) {
+                stamps = try store.applyReportingStamps(change)
+            } catch {
                 state.index = nil
                 state.indexChanged()
+                throw error
             }
-            logger.debug("Token cache stored \(change.upserts.count) entries and removed \(change.removals.count).")
-            return applied
+            state.releaseHandedOutPartitions()
+            applied = stamps.before == state.stamp && state.index != nil
+            if applied { state.index!.apply(change, touching: &homes) }
         }
-        let stamps: AppliedChangeStamps
-        do throws(MSALError) {
-            stamps = try store.applyReportingStamps(change)
-        } catch {
-            state.index = nil
-            state.indexChanged()
-            throw error
-        }
-        state.releaseHandedOutPartitions()
-        let applied = stamps.before == state.stamp && state.index != nil
         if applied {
-            var homes: [HomeEnvironment] = []
-            state.index!.apply(change, touching: &homes)
             state.stamp = stamps.after
             state.indexChanged(touching: homes)
         } else {
