@@ -388,15 +388,36 @@ public final class SpawnedProcess: Sendable {
 }
 
 extension SpawnedProcess {
+    /// One end of a pipe: its descriptor, closed once (by ``close()`` or when the value goes away).
+    final class PipeEnd: Sendable {
+        let descriptor: Int32
+        private let closed = Mutex(false)
+
+        init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+        /// Whether ``close()`` was called.
+        var isClosed: Bool { closed.withLock { $0 } }
+
+        /// Closes the descriptor the first time; later calls do nothing.
+        func close() {
+            let wasOpen = closed.withLock { closed in
+                defer { closed = true }
+                return !closed
+            }
+            if wasOpen { _ = Glibc.close(descriptor) }
+        }
+
+        deinit { close() }
+    }
+
     /// The writing end of a child's standard input pipe. Closed by ``close()`` or when the value goes
     /// away (the child then reads end of file).
     public final class InputPipe: Sendable {
-        private let descriptor: Int32
+        private let end: PipeEnd
         private let executable: String
-        private let isClosed = Mutex(false)
 
         init(descriptor: Int32, executable: String) {
-            self.descriptor = descriptor
+            self.end = PipeEnd(descriptor)
             self.executable = executable
         }
 
@@ -405,14 +426,14 @@ extension SpawnedProcess {
         /// - Throws: ``SpawnedProcess/SystemError`` (`write`): `EPIPE` when the child no longer reads,
         ///   `EBADF` after ``close()``.
         public func write(_ data: Data) throws {
-            guard !isClosed.withLock({ $0 }) else {
+            guard !end.isClosed else {
                 throw SpawnedProcess.SystemError(operation: "write", executable: executable, code: EBADF)
             }
             let code: Int32 = Spawning.withoutSIGPIPE {
                 data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Int32 in
                     var offset = 0
                     while offset < buffer.count {
-                        let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                        let written = Glibc.write(end.descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                         if written < 0 {
                             if errno == EINTR { continue }
                             return errno
@@ -430,26 +451,17 @@ extension SpawnedProcess {
         public func write(_ text: String) throws { try write(Data(text.utf8)) }
 
         /// Closes the pipe: the child reads end of file. Closing again does nothing.
-        public func close() {
-            let wasOpen = isClosed.withLock { closed in
-                defer { closed = true }
-                return !closed
-            }
-            if wasOpen { _ = Glibc.close(descriptor) }
-        }
-
-        deinit { close() }
+        public func close() { end.close() }
     }
 
     /// The reading end of a child's standard output or error pipe. Closed by ``close()`` or when the
     /// value goes away. One thread reads it at a time; do not close it while another thread reads.
     public final class OutputPipe: Sendable {
-        private let descriptor: Int32
+        private let end: PipeEnd
         private let executable: String
-        private let isClosed = Mutex(false)
 
         init(descriptor: Int32, executable: String) {
-            self.descriptor = descriptor
+            self.end = PipeEnd(descriptor)
             self.executable = executable
         }
 
@@ -459,12 +471,12 @@ extension SpawnedProcess {
         ///   the pipe from it closed it, normally by exiting).
         /// - Throws: ``SpawnedProcess/SystemError`` (`read`): `EBADF` after ``close()``, or what `read` reports.
         public func read(upToCount count: Int = 65_536) throws -> Data {
-            guard !isClosed.withLock({ $0 }) else {
+            guard !end.isClosed else {
                 throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: EBADF)
             }
             var buffer = [UInt8](repeating: 0, count: max(count, 1))
             while true {
-                let received = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                let received = buffer.withUnsafeMutableBytes { Glibc.read(end.descriptor, $0.baseAddress, $0.count) }
                 if received >= 0 { return Data(buffer[0..<received]) }
                 if errno != EINTR {
                     throw SpawnedProcess.SystemError(operation: "read", executable: executable, code: errno)
@@ -498,15 +510,7 @@ extension SpawnedProcess {
 
         /// Closes the pipe (a child still writing then fails with `EPIPE` or SIGPIPE). Closing again
         /// does nothing.
-        public func close() {
-            let wasOpen = isClosed.withLock { closed in
-                defer { closed = true }
-                return !closed
-            }
-            if wasOpen { _ = Glibc.close(descriptor) }
-        }
-
-        deinit { close() }
+        public func close() { end.close() }
     }
 }
 
