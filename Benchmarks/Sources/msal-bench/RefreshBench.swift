@@ -12,6 +12,12 @@ import MSALTestSupport
 /// account and scopes whose access token has expired.
 struct RefreshBench {
     let smoke: Bool
+    /// The groups of cases to run (`--only`): `single` (`refresh.*`), `other-writer`
+    /// (`refresh.after_other_writer.*`), `noop` (`http.round_trip.noop`), `concurrent`
+    /// (`refresh.concurrent.*`). All by default.
+    var groups: Set<String> = ["single", "other-writer", "noop", "concurrent"]
+
+    init(smoke: Bool) { self.smoke = smoke }
 
     func run() async throws {
         let provider = LocalIdentityProvider()
@@ -75,24 +81,30 @@ struct RefreshBench {
         // buffer, so each silent call finds its token due and refreshes it (the stubbed
         // `silent.miss_refresh` cases do the same).
         provider.accessTokenLifetime = 250
-        try expire()  // the sign-in's token
-        try await measureRefreshes("refresh") {}
+        if groups.contains("single") {
+            try expire()  // the sign-in's token
+            try await measureRefreshes("refresh") {}
+        }
         // The same after another writer (as another process would) made the token expire: the
         // call first reloads the cache it no longer holds current, then refreshes.
         provider.accessTokenLifetime = 3600
-        try await measureRefreshes("refresh.after_other_writer") { try expire() }
+        if groups.contains("other-writer") {
+            try await measureRefreshes("refresh.after_other_writer") { try expire() }
+        }
 
         // The same loopback HTTP path with nothing to do: GET the (empty) JWK set.
-        let plain = URLSessionTransport()
-        let keys = HTTPRequest(method: .get, url: provider.baseURL.appendingPathComponent("\(tenant)/discovery/v2.0/keys"))
-        let roundTrip = try await measureAsync(iterations) { _ in
-            let response = try await plain.send(keys)
-            if response.statusCode != 200 { throw BenchmarkFailure("the keys endpoint answered \(response.statusCode)") }
+        if groups.contains("noop") {
+            let plain = URLSessionTransport()
+            let keys = HTTPRequest(method: .get, url: provider.baseURL.appendingPathComponent("\(tenant)/discovery/v2.0/keys"))
+            let roundTrip = try await measureAsync(iterations) { _ in
+                let response = try await plain.send(keys)
+                if response.statusCode != 200 { throw BenchmarkFailure("the keys endpoint answered \(response.statusCode)") }
+            }
+            Report.result(name: "http.round_trip.noop", backend: "loopback", n: 0, samples: roundTrip)
         }
-        Report.result(name: "http.round_trip.noop", backend: "loopback", n: 0, samples: roundTrip)
 
         // Concurrent silent calls on an expired token: one refresh must reach the provider.
-        for callers in [1, 10, 100, 1000] {
+        for callers in [1, 10, 100, 1000] where groups.contains("concurrent") {
             let rounds = smoke ? 1 : (callers >= 1000 ? 12 : 25)
             let warmupRounds = smoke ? 0 : 2
             var latencies = Samples(capacity: rounds * callers)

@@ -7,7 +7,7 @@ import Foundation
 //   msal-bench probe [--at LABEL]      the machine's memory latency and hashing speed right now
 //   msal-bench lookup --backend B --n N [--tenants T] [--scope-sets S] [--secret-length L] [--label L]
 //                     [--only facade,cold,raw,miss-refresh] [--stub-wait spin:US|suspend:US] [--smoke]
-//   msal-bench refresh [--smoke]
+//   msal-bench refresh [--only single,other-writer,noop,concurrent] [--smoke]
 //   msal-bench fixture --n N --out DIR [--lookups K]
 //
 // Backends: in-memory, sqlite, encrypted-file, json-file, keyring (needs a D-Bus session with a
@@ -25,7 +25,7 @@ let knownOptions: [String: Set<String>] = [
     "header": ["mode", "smoke"],
     "probe": ["at"],
     "lookup": ["backend", "n", "tenants", "scope-sets", "secret-length", "label", "only", "stub-wait", "smoke"],
-    "refresh": ["smoke"],
+    "refresh": ["only", "smoke"],
     "fixture": ["n", "out", "lookups"],
 ]
 
@@ -98,7 +98,14 @@ do {
         }
         try await LookupBench(options: options).run()
     case "refresh":
-        try await RefreshBench(smoke: smoke).run()
+        var bench = RefreshBench(smoke: smoke)
+        if let only = values["only"] {
+            let groups = Set(only.split(separator: ",").map(String.init))
+            let known: Set = ["single", "other-writer", "noop", "concurrent"]
+            guard groups.isSubset(of: known) else { usage("--only takes \(known.sorted().joined(separator: ","))") }
+            bench.groups = groups
+        }
+        try await bench.run()
     case "fixture":
         guard let out = values["out"] else { usage("fixture needs --out DIR") }
         try Fixture(n: integer("n", 10), directory: out, lookups: integer("lookups", 20_000)).run()
