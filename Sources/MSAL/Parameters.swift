@@ -123,8 +123,9 @@ public struct InteractiveTokenParameters: Sendable {
     public var authority: Authority?
     /// Opens the authorization URL. Default ``SystemBrowserLauncher`` (`$BROWSER`, else `xdg-open`).
     public var browser: any BrowserLauncher
-    /// Called with the authorization URL and whether a browser was opened; when none was, the app
-    /// shows the URL to the user. The listener waits either way.
+    /// Called with the authorization URL and whether ``browser`` started a program for it
+    /// (``BrowserLauncher/open(_:)``: started, not waited for, so a window is not certain); when
+    /// none was started, the app shows the URL to the user. The listener waits either way.
     public var authorizationURLHandler: (@Sendable (URL, _ browserOpened: Bool) async -> Void)?
     /// How long to wait for the redirect, in seconds. Default 300 (5 minutes).
     public var timeout: TimeInterval

@@ -156,7 +156,7 @@ enum Tool {
                     Console.err(Console.jsonLine(["authorization_url": url.absoluteString, "browser_opened": opened]))
                 case .text:
                     Console.err(opened
-                        ? "A browser was opened to sign in; if none shows up, open this URL: \(url.absoluteString)"
+                        ? "Opening a browser to sign in; if none shows up, open this URL: \(url.absoluteString)"
                         : "Open this URL in a browser to sign in: \(url.absoluteString)")
                 }
             }
