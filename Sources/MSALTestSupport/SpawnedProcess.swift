@@ -146,6 +146,9 @@ public final class SpawnedProcess: Sendable {
     ///   - standardInput: `.inherit` (default), `.null`, `.pipe` or `.file`.
     ///   - standardOutput: `.inherit` (default), `.null`, `.pipe` or `.file`.
     ///   - standardError: `.inherit` (default), `.null`, `.pipe`, `.file` or `.standardOutput`.
+    ///   - killsGroupOnExit: `true` sends SIGKILL to what is left of the child's process group (the
+    ///     processes it started that stayed in the group: daemons, a shell's background jobs) as soon
+    ///     as the child ends, before it is reaped, while no other group can have its ID. Default `false`.
     /// - Throws: ``SystemError`` when a pipe cannot be made (`pipe`), a stream is not valid for its
     ///   descriptor (`EINVAL`, e.g. `.standardOutput` for standard input), or the child cannot be
     ///   started (`posix_spawn`: `ENOENT` when the executable or a `.file` is missing, `EACCES` when
@@ -156,7 +159,8 @@ public final class SpawnedProcess: Sendable {
         environment: [String: String]? = nil,
         standardInput: Redirection = .inherit,
         standardOutput: Redirection = .inherit,
-        standardError: Redirection = .inherit
+        standardError: Redirection = .inherit,
+        killsGroupOnExit: Bool = false
     ) throws {
         func failure(_ operation: String, _ code: Int32) -> SystemError {
             SystemError(operation: operation, executable: executable, code: code)
@@ -253,7 +257,7 @@ public final class SpawnedProcess: Sendable {
         self.standardInput = inputEnd.map { InputPipe(descriptor: $0, executable: executable) }
         self.standardOutput = outputEnd.map { OutputPipe(descriptor: $0, executable: executable) }
         self.standardError = errorEnd.map { OutputPipe(descriptor: $0, executable: executable) }
-        self.reaper = Reaper(pid: pid)
+        self.reaper = Reaper(pid: pid, killsGroupOnExit: killsGroupOnExit)
     }
 
     /// This process's environment with `additions` added (an addition replaces a variable of the
@@ -357,15 +361,18 @@ public final class SpawnedProcess: Sendable {
         let exited = DispatchGroup()
         private let state = Mutex<Termination?>(nil)
 
-        init(pid: pid_t) {
+        init(pid: pid_t, killsGroupOnExit: Bool) {
             self.pid = pid
             exited.enter()
             let thread = Thread { [self] in
                 // Wait without reaping, then reap under the lock: a signal is sent under the same
                 // lock only while the child is unreaped, so its process ID cannot have been reused.
                 var info = siginfo_t()
-                while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+                var waited: Int32
+                repeat { waited = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) } while waited < 0 && errno == EINTR
                 state.withLock { termination in
+                    // Unreaped, the child still holds its process group's ID.
+                    if killsGroupOnExit && waited == 0 { _ = Glibc.kill(-pid, SIGKILL) }
                     var status: Int32 = 0
                     var reaped: pid_t
                     repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR

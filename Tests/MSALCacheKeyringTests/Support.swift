@@ -209,10 +209,12 @@ func isMSALError(_ error: any Error, _ code: MSALError.InternalCode, containing 
     return error == .internal(code, "") && (text.isEmpty || error.message.contains(text))
 }
 
-/// Runs a program as a child process with every signal unblocked and at its default disposition,
-/// in its own process group. (Foundation's `Process` passes on the spawning thread's signal mask,
-/// in which Dispatch threads block SIGTERM, so daemons started below it could not be stopped.)
-final class ChildProcess: @unchecked Sendable {
+/// A program run as a child process (a ``SpawnedProcess``: every signal unblocked and at its default
+/// disposition, its own process group, no descriptor of this process but 0, 1 and 2) whose standard
+/// output and standard error go into one pipe, read on a thread of its own so that a chatty child
+/// never blocks on a full pipe. When the child ends, whatever it left running in its process group
+/// is killed.
+final class ChildProcess: Sendable {
     /// The outcome of one run.
     struct Result {
         /// The exit status (128 + signal number when a signal ended it).
@@ -224,123 +226,74 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// The process ID (also its process group ID).
-    let pid: pid_t
-    private let reader: PipeReader
+    var pid: pid_t { process.pid }
+    private let process: SpawnedProcess
+    private let received = Mutex(Data())
+    /// Entered until the pipe is read to its end.
+    private let reading = DispatchGroup()
 
     /// Starts `executable` with `arguments` and `environment`.
+    /// - Throws: ``SpawnedProcess/SystemError`` when it cannot be started.
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        close(fds[1])
-        guard spawned == 0 else {
-            close(fds[0])
-            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL)
-        }
-        self.pid = pid
-        reader = PipeReader(descriptor: fds[0])
+        process = try SpawnedProcess(
+            executable, arguments, environment: environment, standardOutput: .pipe, standardError: .standardOutput,
+            killsGroupOnExit: true)
+        reading.enter()
+        Thread { [self] in
+            if let pipe = process.standardOutput {
+                // A read error ends the output as end of file does.
+                while let chunk = try? pipe.read(), !chunk.isEmpty {
+                    received.withLock { $0.append(chunk) }
+                }
+                pipe.close()
+            }
+            reading.leave()
+        }.start()
     }
 
     /// The output so far.
-    var output: String { reader.text }
+    var output: String { received.withLock { String(decoding: $0, as: UTF8.self) } }
 
-    /// Waits until the output contains `text`, the process ends, or `timeout` seconds pass.
+    /// Waits until the output contains `text`, the process ends (and its output is read), or
+    /// `timeout` seconds pass.
     /// - Returns: whether the output contains `text`.
     func waitForOutput(containing text: String, timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if output.contains(text) { return true }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) != 0 { return output.contains(text) }
+            if !process.isRunning {
+                _ = reading.wait(timeout: .now() + max(deadline.timeIntervalSinceNow, 0))
+                break
+            }
             usleep(5_000)
         }
         return output.contains(text)
     }
 
-    /// Sends SIGKILL to the process group.
+    /// Sends SIGKILL to the process group (nothing once the process has ended: its group was killed then).
     func kill() {
-        Glibc.kill(-pid, SIGKILL)
+        process.send(SIGKILL, toGroup: true)
     }
 
     /// Waits for the process to end (killing its group after `timeout` seconds: a hang guard, not
-    /// a speed check), then kills whatever of its group is left.
+    /// a speed check; whatever of its group is left is killed when it ends), then for the end of its output.
     func wait(timeout: TimeInterval) -> Result {
-        let deadline = Date().addingTimeInterval(timeout)
-        var status: Int32 = 0
         var timedOut = false
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result != 0 { break }
-            if Date() >= deadline {
-                timedOut = true
-                kill()
-                waitpid(pid, &status, 0)
-                break
-            }
-            usleep(20_000)
+        let termination: SpawnedProcess.Termination
+        if let ended = process.waitUntilExit(timeout: timeout) {
+            termination = ended
+        } else {
+            timedOut = true
+            kill()
+            termination = process.waitUntilExit()
         }
-        kill()  // anything of the group left behind
-        let output = reader.finish()
-        let exited = status & 0x7f == 0
-        return Result(status: exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), output: output, timedOut: timedOut)
+        reading.wait()
+        return Result(status: termination.shellStatus, output: output, timedOut: timedOut)
     }
 
     /// Runs `executable` to its end (see ``wait(timeout:)``).
+    /// - Throws: ``SpawnedProcess/SystemError`` when it cannot be started.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval) throws -> Result {
         try ChildProcess(executable, arguments, environment: environment).wait(timeout: timeout)
-    }
-}
-
-/// Reads a file descriptor to its end on another thread, so a chatty child never blocks on a full pipe.
-private final class PipeReader: @unchecked Sendable {
-    private let data = Mutex(Data())
-    private let done = DispatchSemaphore(value: 0)
-
-    init(descriptor: Int32) {
-        Thread {
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                self.data.withLock { $0.append(contentsOf: buffer[0..<count]) }
-            }
-            close(descriptor)
-            self.done.signal()
-        }.start()
-    }
-
-    /// What was read so far.
-    var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
-
-    /// Waits for the end of the output.
-    func finish() -> String {
-        done.wait()
-        return text
     }
 }

@@ -35,6 +35,19 @@ struct SpawnedProcessTests {
         #expect(selfKilled.waitUntilExit() == .signaled(SIGINT))
     }
 
+    @Test("killsGroupOnExit: what the child left running in its process group is killed when it ends")
+    func groupKilledOnExit() async throws {
+        // A background job of the shell (in its process group) that prints after the shell exited.
+        let script = "(sleep 0.5; echo late) & echo early"
+        let left = try await SpawnedProcess("/bin/sh", ["-c", script], standardOutput: .pipe).readOutputAndWait()
+        #expect(left.standardOutputText == "early\nlate\n")
+
+        let killed = try await SpawnedProcess("/bin/sh", ["-c", script], standardOutput: .pipe, killsGroupOnExit: true)
+            .readOutputAndWait()
+        #expect(killed.termination == .exited(0))
+        #expect(killed.standardOutputText == "early\n")
+    }
+
     @Test("Standard output and standard error are captured separately, each well past a pipe's 64 KiB")
     func largeSeparateOutput() async throws {
         // Standard error is written first: reading standard output to its end before standard
