@@ -12,10 +12,11 @@ import MSALTestSupport
 /// account and scopes whose access token has expired.
 struct RefreshBench {
     let smoke: Bool
-    /// The groups of cases to run (`--only`): `single` (`refresh.*`), `other-writer`
-    /// (`refresh.after_other_writer.*`), `noop` (`http.round_trip.noop`), `concurrent`
-    /// (`refresh.concurrent.*`). All by default.
-    var groups: Set<String> = ["single", "other-writer", "noop", "concurrent"]
+    /// Every group of cases: `single` (`refresh.*`), `other-writer` (`refresh.after_other_writer.*`),
+    /// `noop` (`http.round_trip.noop`), `concurrent` (`refresh.concurrent.*`).
+    static let allGroups: Set<String> = ["single", "other-writer", "noop", "concurrent"]
+    /// The groups of cases to run (`--only`); all by default.
+    var groups = RefreshBench.allGroups
 
     init(smoke: Bool) { self.smoke = smoke }
 

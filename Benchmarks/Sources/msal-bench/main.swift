@@ -101,7 +101,7 @@ do {
         var bench = RefreshBench(smoke: smoke)
         if let only = values["only"] {
             let groups = Set(only.split(separator: ",").map(String.init))
-            let known: Set = ["single", "other-writer", "noop", "concurrent"]
+            let known = RefreshBench.allGroups
             guard groups.isSubset(of: known) else { usage("--only takes \(known.sorted().joined(separator: ","))") }
             bench.groups = groups
         }
