@@ -208,6 +208,13 @@ public final class PublicClientApplication: Sendable {
     /// ``AuthenticationResult/account`` carries the MSAL home account ID; the legacy cache is not
     /// changed (MSAL for iOS/macOS's migration path; Docs/Migration.md).
     ///
+    /// Runs on the caller's executor (`nonisolated(nonsending)`, SE-0461) until it needs the
+    /// network: a cache hit, the check of the store's change stamp and, when another process changed
+    /// the store, its reload are done there without suspending, so a call from the main actor is
+    /// answered on the main actor, with no hop to the global concurrent executor and back. A refresh
+    /// (the request, the response and the cache write) runs on the global concurrent executor; the
+    /// caller resumes on its own executor either way.
+    ///
     /// - Returns: the result; ``AuthenticationResult/tokenSource`` says whether it came from the cache.
     /// - Throws: ``MSALError``: `.interactionRequired` when the account has no refresh token in the
     ///   cache or the provider rejects it (with the server's `error`, `suberror`, HTTP status and
@@ -215,7 +222,7 @@ public final class PublicClientApplication: Sendable {
     ///   account; `.internal(.ambiguousAccount)` when the legacy caches hold two users with the
     ///   account's username; `.internal(.invalidScope)`; `.internal(.networkError)` or `.serverError`
     ///   when the provider is down or fails; `.serverDeclinedScopes`; `.internal(.cacheError)`.
-    public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
+    nonisolated(nonsending) public func acquireTokenSilent(with parameters: SilentTokenParameters) async throws(MSALError) -> AuthenticationResult {
         // Written out only when read: a hit's caller seldom reads it.
         let correlation = parameters.correlationID.map { RequestCorrelationID.given($0.uuidString.lowercased()) }
             ?? CorrelationIDGenerator.shared.nextID()

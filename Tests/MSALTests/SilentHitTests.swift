@@ -170,4 +170,46 @@ struct SilentHitTests {
         #expect(fromSecond.tokenSource == .cache)
         #expect(fromSecond.account.tenantProfiles.map(\.tenantID) == [LocalIdentityProvider.demoUser.tenantID])
     }
+
+    @MainActor
+    @Test("Called on the main actor, a cache hit is answered there without suspending, also after another instance changed the store; a refresh leaves it and comes back")
+    func hitOnCallersExecutor() async throws {
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
+        let application = try fixture.application()
+        let signIn = try await fixture.signIn(application)
+        let parameters = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
+        let other = try fixture.application()  // another process on the same cache file
+        let otherAccount = try #require(try other.allAccounts().first)
+        for round in 0..<6 {
+            if round % 2 == 1 {
+                // The store changes under the first instance: its next hit reloads it first.
+                let refreshed = try await other.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: otherAccount, forceRefresh: true))
+                #expect(refreshed.tokenSource == .identityProvider)
+            }
+            // A task queued on the main actor runs only when the main actor is free: not during a
+            // call that stays on it without suspending.
+            let ranMeanwhile = MainActorFlag()
+            let queued = Task { @MainActor in ranMeanwhile.value = true }
+            let hit = try await application.acquireTokenSilent(with: parameters)
+            #expect(hit.tokenSource == .cache)
+            #expect(!ranMeanwhile.value, "the main actor ran another task during a cache hit (round \(round)): the call left it")
+            await queued.value
+            #expect(ranMeanwhile.value)
+        }
+        // A refresh suspends for the network and resumes here.
+        let ranMeanwhile = MainActorFlag()
+        let queued = Task { @MainActor in ranMeanwhile.value = true }
+        let refreshed = try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: signIn.account, forceRefresh: true))
+        MainActor.assertIsolated()
+        #expect(refreshed.tokenSource == .identityProvider)
+        #expect(ranMeanwhile.value)
+        await queued.value
+    }
+}
+
+/// A flag isolated to the main actor, set by a task queued there.
+@MainActor
+private final class MainActorFlag {
+    var value = false
 }
