@@ -13,7 +13,7 @@ import sys
 SIZES = [10, 1000, 10000, 100000]
 BACKENDS = ["in-memory", "sqlite", "encrypted-file", "json-file", "keyring"]
 LOOKUP_CASES = [
-    "silent.hit.exact", "silent.hit.subset", "tokencache.hit.exact", "tokencache.hit.subset", "tokencache.miss",
+    "silent.hit.exact", "silent.hit.subset", "main_actor.silent.hit.exact", "tokencache.hit.exact", "tokencache.hit.subset", "tokencache.miss",
     "cold_start.first_hit", "silent.miss_refresh", "silent.miss_refresh.sdk_share",
 ]
 

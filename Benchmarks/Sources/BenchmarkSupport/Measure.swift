@@ -134,8 +134,11 @@ public func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure 
 /// ``measure(_:_:)`` with the iteration count chosen from the cost of one call: one warm-up call
 /// (plus `warmup - 1` more), then as many measured calls as fit in `budget` nanoseconds, between
 /// `minimum` and `maximum` (stopping early past twice the budget). For cases from microseconds to seconds a call (cold starts, refreshes
-/// that rewrite a whole file). In smoke mode: one call, no warm-up.
+/// that rewrite a whole file). In smoke mode: one call, no warm-up. Runs on the caller's actor
+/// (`isolation`, the caller's by default; none for a nonisolated caller), so calls made from the
+/// main actor are timed there, as a main-actor caller waits for them.
 public func measureAdaptive(
+    isolation: isolated (any Actor)? = #isolation,
     budget: UInt64, minimum: Int, maximum: Int, warmup: Int = 1, smoke: Bool, _ body: (Int) async throws -> Void,
     between: () -> Void = {}
 ) async throws -> Samples {
