@@ -303,7 +303,9 @@ public final class PublicClientApplication: Sendable {
             let target = try await silentTarget(for: requestAuthority, account: parameters.account, correlationID: correlation.string)
             let environments = try await self.environments(for: target.authority, correlationID: correlation.string)
             lookup = try silentLookup(
-                parameters, scopes: request, revision: revision, requestAuthority: requestAuthority, target: target, environments: environments)
+                parameters, scopes: request, revision: revision,
+                keepsHit: probe != nil && Self.keepsHit(authority: requestAuthority, account: parameters.account),
+                target: target, environments: environments)
             if let served = try servedFromCache(lookup, parameters, correlation: correlation, probe: probe) { return served }
         }
         let account = parameters.account
@@ -371,8 +373,9 @@ public final class PublicClientApplication: Sendable {
     struct SilentLookup {
         /// The cache revision read before the lookups (0 when no answer is to be kept).
         let revision: UInt64
-        /// The authority the request names (or the configuration's).
-        let requestAuthority: Authority
+        /// Whether a cache hit may be kept by ``silentHits`` (``keepsHit(authority:account:)`` of the
+        /// authority the request names); `false` when nothing is offered (no probe).
+        let keepsHit: Bool
         let authority: Authority
         let realm: String
         let environments: [String]
@@ -396,19 +399,21 @@ public final class PublicClientApplication: Sendable {
                   for: requestAuthority, account: parameters.account, correlationID: correlation.string),
               let environments = knownEnvironments(for: target.authority) else { return nil }
         return try silentLookup(
-            parameters, scopes: request, revision: revision, requestAuthority: requestAuthority, target: target, environments: environments)
+            parameters, scopes: request, revision: revision,
+            keepsHit: probe != nil && Self.keepsHit(authority: requestAuthority, account: parameters.account),
+            target: target, environments: environments)
     }
 
     /// The lookup once the request's target and the cloud's aliases are known: the cached token
     /// under the first alias that has one.
     /// - Throws: what ``cachedAccessTokenAndRevision(account:environments:realm:scopes:)`` throws.
     private func silentLookup(
-        _ parameters: SilentTokenParameters, scopes request: RequestScopes, revision: UInt64, requestAuthority: Authority,
+        _ parameters: SilentTokenParameters, scopes request: RequestScopes, revision: UInt64, keepsHit: Bool,
         target: (authority: Authority, realm: String), environments: [String]
     ) throws(MSALError) -> SilentLookup {
         let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: target.realm, scopes: request)
         return SilentLookup(
-            revision: revision, requestAuthority: requestAuthority, authority: target.authority, realm: target.realm,
+            revision: revision, keepsHit: keepsHit, authority: target.authority, realm: target.realm,
             environments: environments, found: found)
     }
 
@@ -428,7 +433,7 @@ public final class PublicClientApplication: Sendable {
         logger.debug("silent request served from the cache for \(pii: account.identifier)")
         let (result, accountIsCached) = try cachedResultAndSource(
             cached, account: account, authority: lookup.authority, correlation: correlation, revision: found.revision)
-        if let probe, accountIsCached, Self.keepsHit(authority: lookup.requestAuthority, account: account) {
+        if let probe, accountIsCached, lookup.keepsHit {
             silentHits.keep(
                 SilentHitMemo.Hit(result: result, expiresOn: cached.expiresOn, refreshOn: cached.refreshOn),
                 for: probe, revision: lookup.revision)
@@ -548,7 +553,18 @@ public final class PublicClientApplication: Sendable {
         // The comparison runs after the lock: equal storage (the same array) decides it at once.
         // Compared byte for byte: an array only canonically equivalent to a valid one (a Kelvin
         // sign for a `K`) must be validated, and refused, on its own.
-        if let recent = recentRequestScopes.withLock({ $0[slot] }), recent.scopes.hasSameUTF8(as: scopes) { return recent.requested }
+        // The same array (the common case: an app passes one array again and again) is recognized
+        // under the lock by its storage, without copying the slot out.
+        let kept = recentRequestScopes.withLock { slots -> (sameArray: RequestedScopes?, other: (scopes: [String], requested: RequestedScopes)?) in
+            guard let recent = slots[slot] else { return (nil, nil) }
+            if recent.scopes.withUnsafeBufferPointer({ $0.baseAddress }) == scopes.withUnsafeBufferPointer({ $0.baseAddress }),
+               recent.scopes.count == scopes.count {
+                return (recent.requested, nil)
+            }
+            return (nil, recent)
+        }
+        if let requested = kept.sameArray { return requested }
+        if let recent = kept.other, recent.scopes.hasSameUTF8(as: scopes) { return recent.requested }
         let requested = try requestScopes.value(for: ExactStrings(scopes)) { () throws(MSALError) -> RequestedScopes in
             RequestedScopes(scopes: RequestScopes(try ScopeSet.validatedRequest(scopes)), arrayHash: scopes.hashValue)
         }
@@ -573,7 +589,7 @@ public final class PublicClientApplication: Sendable {
     func knownEnvironments(for authority: Authority) -> [String]? {
         let environment = authority.environment
         guard authority.type == .aad, !authority.isLoopback else { return [environment] }
-        if let last = lastKnownCloud.withLock({ $0 }), last.host == environment { return last.environments }
+        if let environments = lastKnownCloud.withLock({ $0?.host == environment ? $0?.environments : nil }) { return environments }
         if let known = knownCloudEnvironments.value(for: environment) {
             lastKnownCloud.withLock { $0 = (environment, known) }
             return known
@@ -600,7 +616,7 @@ public final class PublicClientApplication: Sendable {
         for alias in environments {
             // An account this application assembled keeps its access tokens as the cache held
             // them then: while the cache has not changed, they are read directly.
-            if let partitions = account.tokenPartitions as? AccountTokenPartitions, alias.equalsIgnoringCase(account.environment) {
+            if let partitions = account.tokenPartitions as? AccountTokenPartitions, account.hasEnvironment(equalToIgnoringCase: alias) {
                 switch try cache.accessTokenAndRevision(in: partitions, realm: realm, clientID: configuration.clientID, scopes: scopes) {
                 case .found(let entry, let revision): return (entry, revision)
                 case .notFound: continue
@@ -762,7 +778,7 @@ public final class PublicClientApplication: Sendable {
         // The entry was looked up by the caller's account identifier; its environment may be
         // another alias of the cloud, whose account the caller's is not.
         if let revision, let origin = account.origin, origin.application == instanceNumber, origin.revision == revision,
-           account.environment.equalsIgnoringCase(entry.environment) {
+           entry.hasEnvironment(ofAccount: account) {
             found = account
         } else {
             // The entry comes from a lookup that just checked the store: the account of the same state.

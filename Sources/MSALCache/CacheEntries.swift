@@ -173,6 +173,12 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
         get { storage.environment }
         set { uniqueStorage.environment = newValue }
     }
+
+    /// Whether ``environment`` and `account`'s environment are equal ignoring case, compared in
+    /// place (a cache hit checks it; reading both would copy each out).
+    package func hasEnvironment(ofAccount account: Account) -> Bool {
+        account.hasEnvironment(equalToIgnoringCase: storage.environment)
+    }
     /// The application's client ID.
     public var clientID: String {
         get { storage.clientID }

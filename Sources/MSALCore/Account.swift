@@ -82,6 +82,12 @@ public struct Account: Sendable, Hashable, Identifiable, CustomReflectable {
     /// equality.
     package var tokenPartitions: AnyObject? { storage.tokenPartitions }
 
+    /// Whether ``environment`` equals `environment` ignoring case, compared in place (reading
+    /// ``environment`` would copy it out: a retain and a release on every cache hit).
+    package func hasEnvironment(equalToIgnoringCase environment: String) -> Bool {
+        storage.environment.equalsIgnoringCase(environment)
+    }
+
     /// ``identifier``'s `hashValue`, computed when the account was made.
     package var identifierHashValue: Int { storage.identifierHash }
 
