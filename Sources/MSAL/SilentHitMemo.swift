@@ -136,8 +136,12 @@ final class SilentHitMemo: Sendable {
 
     /// Whether this request should look up and offer answers: `false` while the table is bypassed.
     func isInUse() -> Bool {
-        guard bypassed.load(ordering: .relaxed) > 0 else { return true }
-        bypassed.subtract(1, ordering: .relaxed)
+        let left = bypassed.load(ordering: .relaxed)
+        guard left > 0 else { return true }
+        // A load and a store, not an atomic decrement (a locked instruction on every bypassed
+        // call): callers at the same moment may count as one request, or a new bypass set
+        // meanwhile may be cut short; either only moves when the table is tried again.
+        bypassed.store(left - 1, ordering: .relaxed)
         return false
     }
 
