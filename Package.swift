@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 // swift-msal: the Microsoft Authentication Library (MSAL) for Swift on Linux.
 import PackageDescription
 

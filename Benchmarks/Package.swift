@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 // swift-msal's benchmarks: plain executables (no benchmark package can be fetched), built in release
 // mode only, that print one JSON line per case. Run them all with `Benchmarks/run`; see
 // Docs/Performance.md.
