@@ -550,11 +550,10 @@ public final class PublicClientApplication: Sendable {
         // fixed stride apart, which the low bits alone would map to a few slots), top 8 bits kept.
         let address = UInt(bitPattern: scopes.withUnsafeBufferPointer { $0.baseAddress })
         let slot = Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> 56)
-        // The comparison runs after the lock: equal storage (the same array) decides it at once.
-        // Compared byte for byte: an array only canonically equivalent to a valid one (a Kelvin
-        // sign for a `K`) must be validated, and refused, on its own.
         // The same array (the common case: an app passes one array again and again) is recognized
-        // under the lock by its storage, without copying the slot out.
+        // under the lock by its storage, without copying the slot out; another array is compared
+        // after the lock, byte for byte: an array only canonically equivalent to a valid one (a
+        // Kelvin sign for a `K`) must be validated, and refused, on its own.
         let kept = recentRequestScopes.withLock { slots -> (sameArray: RequestedScopes?, other: (scopes: [String], requested: RequestedScopes)?) in
             guard let recent = slots[slot] else { return (nil, nil) }
             if recent.scopes.withUnsafeBufferPointer({ $0.baseAddress }) == scopes.withUnsafeBufferPointer({ $0.baseAddress }),
