@@ -211,9 +211,14 @@ public final class PublicClientApplication: Sendable {
     /// Runs on the caller's executor (`nonisolated(nonsending)`, SE-0461) until it needs the
     /// network: a cache hit, the check of the store's change stamp and, when another process changed
     /// the store, its reload are done there without suspending, so a call from the main actor is
-    /// answered on the main actor, with no hop to the global concurrent executor and back. A refresh
-    /// (the request, the response and the cache write) runs on the global concurrent executor; the
-    /// caller resumes on its own executor either way.
+    /// answered on the main actor, with no hop to the global concurrent executor and back. That
+    /// work waits for the cache's lock, which a write on another task (a refresh) holds for as long
+    /// as its store takes, and calls the configuration's logger, clock and store there too (a
+    /// handler that waits for the main queue would wait for itself). Everything else runs on the
+    /// global concurrent executor: a refresh (the request, the response and the cache write), and
+    /// also a hit when legacy caches are configured, the authority names its tenant by domain, or
+    /// its cloud is one only instance discovery knows. The caller resumes on its own executor
+    /// either way.
     ///
     /// - Returns: the result; ``AuthenticationResult/tokenSource`` says whether it came from the cache.
     /// - Throws: ``MSALError``: `.interactionRequired` when the account has no refresh token in the
@@ -273,9 +278,11 @@ public final class PublicClientApplication: Sendable {
         }
     }
 
+    /// Runs on the global concurrent executor (`@concurrent`), whatever the caller's: everything a
+    /// silent call does beyond a hit that ``silentLookup(_:scopes:correlation:probe:)`` answers.
     /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is offered; `nil`
     ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
-    func silent(
+    @concurrent func silent(
         _ parameters: SilentTokenParameters, scopes given: RequestScopes? = nil, correlation: RequestCorrelationID,
         probe: SilentHitMemo.Probe? = nil, lookup done: SilentLookup? = nil
     ) async throws(MSALError) -> AuthenticationResult {

@@ -18,7 +18,8 @@ internal import Synchronization
 /// the slot before) or replaces its own stale answer, so a stream of requests that seldom repeat
 /// (a server acting for many users) writes a hash per call instead of keeping every answer. When
 /// fewer than one in ``minimumHitShare`` of ``evaluationWindow`` lookups find an answer, the table
-/// is bypassed (no hash, no lock) for the next ``bypassLength`` requests, then tried again; each
+/// is bypassed (no hash, no lock) for about the next ``bypassLength`` requests (counted without a
+/// locked instruction, so calls at the same moment may count once), then tried again; each
 /// further window in a row that finds too few doubles the bypass, up to ``longestBypass`` requests.
 /// The first window of the table, and the first after a bypass, also count the answers kept in it
 /// (requests that came the second time): nothing could be kept while the table was bypassed, so a

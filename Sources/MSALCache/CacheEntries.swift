@@ -179,6 +179,7 @@ public struct AccessTokenEntry: Sendable, Hashable, CustomStringConvertible, Cus
     package func hasEnvironment(ofAccount account: Account) -> Bool {
         account.hasEnvironment(equalToIgnoringCase: storage.environment)
     }
+
     /// The application's client ID.
     public var clientID: String {
         get { storage.clientID }
