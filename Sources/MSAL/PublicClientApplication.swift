@@ -208,17 +208,17 @@ public final class PublicClientApplication: Sendable {
     /// ``AuthenticationResult/account`` carries the MSAL home account ID; the legacy cache is not
     /// changed (MSAL for iOS/macOS's migration path; Docs/Migration.md).
     ///
-    /// Runs on the caller's executor (`nonisolated(nonsending)`, SE-0461) until it needs the
-    /// network: a cache hit, the check of the store's change stamp and, when another process changed
-    /// the store, its reload are done there without suspending, so a call from the main actor is
-    /// answered on the main actor, with no hop to the global concurrent executor and back. That
-    /// work waits for the cache's lock, which a write on another task (a refresh) holds for as long
-    /// as its store takes, and calls the configuration's logger, clock and store there too (a
+    /// Starts on the caller's executor (`nonisolated(nonsending)`, SE-0461): a cache hit that waits
+    /// for nothing is answered there without suspending, so a call from the main actor is answered
+    /// on the main actor, with no hop to the global concurrent executor and back. It checks the
+    /// store's change stamp there and calls the configuration's logger, clock and store there (a
     /// handler that waits for the main queue would wait for itself). Everything else runs on the
-    /// global concurrent executor: a refresh (the request, the response and the cache write), and
-    /// also a hit when legacy caches are configured, the authority names its tenant by domain, or
-    /// its cloud is one only instance discovery knows. The caller resumes on its own executor
-    /// either way.
+    /// global concurrent executor: a refresh (the request, the response and the cache write); a hit
+    /// while another task's write holds the cache's lock (for as long as its store takes), or after
+    /// another process changed the store (which is then read again); and every hit when legacy
+    /// caches are configured, the authority names its tenant by domain, or its cloud is one only
+    /// instance discovery knows. A write that starts at the very moment of a hit's check is waited
+    /// for where the hit runs. The caller resumes on its own executor either way.
     ///
     /// - Returns: the result; ``AuthenticationResult/tokenSource`` says whether it came from the cache.
     /// - Throws: ``MSALError``: `.interactionRequired` when the account has no refresh token in the
@@ -235,17 +235,22 @@ public final class PublicClientApplication: Sendable {
             let requested = try requestScopes(for: parameters.scopes)
             var probe: SilentHitMemo.Probe?
             if silentHits.isInUse() {
-                let request = SilentHitMemo.Probe(SilentHitMemo.Key(
+                probe = SilentHitMemo.Probe(SilentHitMemo.Key(
                     scopes: parameters.scopes, scopesHash: requested.arrayHash, accountIdentifier: parameters.account.identifier,
                     accountIdentifierHash: parameters.account.identifierHashValue, authority: parameters.authority ?? configuration.authority))
-                if var kept = keptHit(parameters, request) {
-                    kept.correlation = correlation
-                    return kept
-                }
-                probe = request
+            }
+            // On the caller's executor only what waits for nothing: not another task's write (it
+            // holds the cache's lock for as long as its store takes), not a reload of a store that
+            // another process changed. Those are waited for on the global executor (`silent`).
+            guard let revision = cache.revisionWithoutWaiting() else {
+                return try await silent(parameters, scopes: requested.scopes, correlation: correlation, probe: probe)
+            }
+            if let probe, var kept = keptHit(parameters, probe, revision: revision) {
+                kept.correlation = correlation
+                return kept
             }
             // A cache hit needs no `await`: answered here when the lookup needs no request.
-            if let lookup = try silentLookup(parameters, scopes: requested.scopes, correlation: correlation, probe: probe) {
+            if let lookup = try silentLookup(parameters, scopes: requested.scopes, correlation: correlation, probe: probe, revision: revision) {
                 if let served = try servedFromCache(lookup, parameters, correlation: correlation, probe: probe) { return served }
                 return try await silent(parameters, scopes: requested.scopes, correlation: correlation, probe: probe, lookup: lookup)
             }
@@ -257,10 +262,11 @@ public final class PublicClientApplication: Sendable {
 
     /// The answer ``silent(_:correlationID:probe:)`` gave to the same request (scopes as given, account
     /// identifier, authority) at the cache's current revision, when its access token is still to be
-    /// served now; `nil` otherwise (also when the cache cannot be read: the ordinary path reports it).
-    private func keptHit(_ parameters: SilentTokenParameters, _ probe: SilentHitMemo.Probe) -> AuthenticationResult? {
+    /// served now; `nil` otherwise.
+    /// - Parameter current: the cache's revision, just read by ``TokenCache/revisionWithoutWaiting()``.
+    private func keptHit(_ parameters: SilentTokenParameters, _ probe: SilentHitMemo.Probe, revision current: UInt64) -> AuthenticationResult? {
         guard !parameters.forceRefresh, parameters.claims == nil,
-              let (hit, revision) = silentHits.hit(for: probe), (try? cache.revision()) == revision else { return nil }
+              let (hit, revision) = silentHits.hit(for: probe), current == revision else { return nil }
         guard hitDecision(expiresOn: hit.expiresOn, refreshOn: hit.refreshOn, forceRefresh: false) == .useCached else { return nil }
         logger.debug("silent request served from the cache for \(pii: parameters.account.identifier)")
         return hit.result
@@ -393,14 +399,17 @@ public final class PublicClientApplication: Sendable {
     /// tenant and the cloud's aliases are known (``silentTargetWithoutDiscovery(for:account:correlationID:)``,
     /// ``knownEnvironments(for:)``) and no legacy cache is configured. A cache hit is then answered
     /// without entering an async function of its own.
+    /// - Parameter current: the cache's revision, just read by ``TokenCache/revisionWithoutWaiting()``
+    ///   (the lookups then do not check the store again).
     /// - Returns: the lookup, or `nil` when ``silent(_:scopes:correlation:probe:lookup:)`` must do it.
     /// - Throws: what those and ``cachedAccessTokenAndRevision(account:environments:realm:scopes:)`` throw.
     func silentLookup(
-        _ parameters: SilentTokenParameters, scopes request: RequestScopes, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe?
+        _ parameters: SilentTokenParameters, scopes request: RequestScopes, correlation: RequestCorrelationID, probe: SilentHitMemo.Probe?,
+        revision current: UInt64
     ) throws(MSALError) -> SilentLookup? {
         guard legacyCaches.isEmpty else { return nil }
         // Read before any lookup (see `silent`).
-        let revision = probe == nil ? 0 : cache.lastSeenRevision()
+        let revision = probe == nil ? 0 : current
         let requestAuthority = parameters.authority ?? configuration.authority
         guard let target = try silentTargetWithoutDiscovery(
                   for: requestAuthority, account: parameters.account, correlationID: correlation.string),
@@ -408,7 +417,7 @@ public final class PublicClientApplication: Sendable {
         return try silentLookup(
             parameters, scopes: request, revision: revision,
             keepsHit: probe != nil && Self.keepsHit(authority: requestAuthority, account: parameters.account),
-            target: target, environments: environments)
+            target: target, environments: environments, checkingStore: false)
     }
 
     /// The lookup once the request's target and the cloud's aliases are known: the cached token
@@ -416,9 +425,10 @@ public final class PublicClientApplication: Sendable {
     /// - Throws: what ``cachedAccessTokenAndRevision(account:environments:realm:scopes:)`` throws.
     private func silentLookup(
         _ parameters: SilentTokenParameters, scopes request: RequestScopes, revision: UInt64, keepsHit: Bool,
-        target: (authority: Authority, realm: String), environments: [String]
+        target: (authority: Authority, realm: String), environments: [String], checkingStore: Bool = true
     ) throws(MSALError) -> SilentLookup {
-        let found = try cachedAccessTokenAndRevision(account: parameters.account, environments: environments, realm: target.realm, scopes: request)
+        let found = try cachedAccessTokenAndRevision(
+            account: parameters.account, environments: environments, realm: target.realm, scopes: request, checkingStore: checkingStore)
         return SilentLookup(
             revision: revision, keepsHit: keepsHit, authority: target.authority, realm: target.realm,
             environments: environments, found: found)
@@ -616,21 +626,24 @@ public final class PublicClientApplication: Sendable {
     }
 
     /// ``cachedAccessToken(account:environments:realm:scopes:)`` with the cache revision it was found at.
+    /// - Parameter checkingStore: `false` skips the store's change stamp (the caller just checked it).
     private func cachedAccessTokenAndRevision(
-        account: Account, environments: [String], realm: String, scopes: RequestScopes
+        account: Account, environments: [String], realm: String, scopes: RequestScopes, checkingStore: Bool = true
     ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
         for alias in environments {
             // An account this application assembled keeps its access tokens as the cache held
             // them then: while the cache has not changed, they are read directly.
             if let partitions = account.tokenPartitions as? AccountTokenPartitions, account.hasEnvironment(equalToIgnoringCase: alias) {
-                switch try cache.accessTokenAndRevision(in: partitions, realm: realm, clientID: configuration.clientID, scopes: scopes) {
+                switch try cache.accessTokenAndRevision(
+                    in: partitions, realm: realm, clientID: configuration.clientID, scopes: scopes, checkingStore: checkingStore) {
                 case .found(let entry, let revision): return (entry, revision)
                 case .notFound: continue
                 case .stale: break
                 }
             }
             if let found = try cache.accessTokenAndRevision(
-                homeAccountID: account.identifier, environment: alias, realm: realm, clientID: configuration.clientID, scopes: scopes) {
+                homeAccountID: account.identifier, environment: alias, realm: realm, clientID: configuration.clientID, scopes: scopes,
+                checkingStore: checkingStore) {
                 return found
             }
         }

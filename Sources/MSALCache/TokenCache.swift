@@ -144,10 +144,13 @@ public final class TokenCache: Sendable {
     /// repeated lookup does not number them again.
     /// - Returns: the entry and the revision, or `nil` when no token matches.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    /// - Parameter checkingStore: `false` skips the store's change stamp (the caller just checked it,
+    ///   ``revisionWithoutWaiting()``).
     package func accessTokenAndRevision(
-        homeAccountID: String, environment: String, realm: String, clientID: String, scopes: RequestScopes
+        homeAccountID: String, environment: String, realm: String, clientID: String, scopes: RequestScopes,
+        checkingStore: Bool = true
     ) throws(MSALError) -> (entry: AccessTokenEntry, revision: UInt64)? {
-        try withState { state in
+        try withState(checkingStore: checkingStore) { state in
             let id = CredentialID(homeAccountID: homeAccountID, environment: environment, realm: realm, clientID: clientID)
             return state.index!.bestAccessToken(in: id, including: scopes).map { ($0, state.revision) }
         }
@@ -185,11 +188,14 @@ public final class TokenCache: Sendable {
     /// - Returns: the token and revision, ``PartitionLookup/notFound``, or ``PartitionLookup/stale``
     ///   when the cache changed since, or `partitions` come from another cache (then look it up).
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    /// - Parameter checkingStore: `false` skips the store's change stamp (the caller just checked it,
+    ///   ``revisionWithoutWaiting()``).
     package func accessTokenAndRevision(
-        in partitions: AccountTokenPartitions, realm: String, clientID: String, scopes: RequestScopes
+        in partitions: AccountTokenPartitions, realm: String, clientID: String, scopes: RequestScopes,
+        checkingStore: Bool = true
     ) throws(MSALError) -> PartitionLookup {
         guard partitions.cache == number else { return .stale }
-        return try withState { state in
+        return try withState(checkingStore: checkingStore) { state in
             // At the same revision the partitions were not released (that happens at a change).
             guard state.revision == partitions.revision, !partitions.isReleased else { return .stale }
             // Read by name, not through a copy of the scope table (which would retain each of its tables).
@@ -425,6 +431,20 @@ public final class TokenCache: Sendable {
             if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
             state.derived[key] = box
         }
+    }
+
+    /// The ``revision()`` when a lookup now would wait for nothing: no other task holds the cache's
+    /// lock (a write holds it for as long as its store takes), and the index is loaded at the
+    /// store's current change stamp (no reload to read). A caller that must not wait on its
+    /// executor (a silent request from the main actor) looks up right after, without checking the
+    /// store again (`checkingStore: false`); a write that starts in between is waited for.
+    /// - Returns: the revision, or `nil` when the lock is held, no index is loaded, the store
+    ///   changed since the index was loaded, or its change stamp cannot be read.
+    package func revisionWithoutWaiting() -> UInt64? {
+        state.withLockIfAvailable { state -> UInt64? in
+            guard state.index != nil, let stamp = try? store.changeStamp(), stamp == state.stamp else { return nil }
+            return state.revision
+        } ?? nil
     }
 
     /// ``revision()`` as last seen, without asking the store whether it changed since (no file

@@ -2,6 +2,7 @@ import Foundation
 import MSAL
 import MSALCache
 import MSALTestSupport
+import Synchronization
 import Testing
 
 /// What a cache hit answers: the account with every tenant profile and its claims, a fresh
@@ -172,7 +173,7 @@ struct SilentHitTests {
     }
 
     @MainActor
-    @Test("Called on the main actor, a cache hit is answered there without suspending, also after another instance changed the store; a refresh leaves it and comes back")
+    @Test("Called on the main actor, a cache hit is answered there without suspending; after another instance changed the store it is read again off the main actor; a refresh leaves it and comes back")
     func hitOnCallersExecutor() async throws {
         let fixture = try LocalFixture()
         defer { fixture.stop() }
@@ -181,19 +182,23 @@ struct SilentHitTests {
         let parameters = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
         let other = try fixture.application()  // another process on the same cache file
         let otherAccount = try #require(try other.allAccounts().first)
+        var latest = signIn.accessToken
         for round in 0..<6 {
-            if round % 2 == 1 {
-                // The store changes under the first instance: its next hit reloads it first.
+            let storeChanged = round % 2 == 1
+            if storeChanged {
+                // The store changes under the first instance: its next hit reads it again, on the
+                // global executor (a reload of a large store must not hold the main actor).
                 let refreshed = try await other.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: otherAccount, forceRefresh: true))
                 #expect(refreshed.tokenSource == .identityProvider)
+                latest = refreshed.accessToken
             }
             // A task queued on the main actor runs only when the main actor is free: not during a
             // call that stays on it without suspending.
             let ranMeanwhile = MainActorFlag()
             let queued = Task { @MainActor in ranMeanwhile.value = true }
             let hit = try await application.acquireTokenSilent(with: parameters)
-            #expect(hit.tokenSource == .cache)
-            #expect(!ranMeanwhile.value, "the main actor ran another task during a cache hit (round \(round)): the call left it")
+            #expect(hit.tokenSource == .cache && hit.accessToken == latest)
+            #expect(ranMeanwhile.value == storeChanged, "round \(round): the main actor \(ranMeanwhile.value ? "ran" : "did not run") another task during the hit")
             await queued.value
             #expect(ranMeanwhile.value)
         }
@@ -205,6 +210,67 @@ struct SilentHitTests {
         #expect(refreshed.tokenSource == .identityProvider)
         #expect(ranMeanwhile.value)
         await queued.value
+    }
+
+    @MainActor
+    @Test("Called on the main actor while another task's cache write is under way, a hit waits for it off the main actor and answers with the written token")
+    func hitDuringWriteLeavesMainActor() async throws {
+        let provider = LocalIdentityProvider()
+        provider.deviceCodeInterval = 0
+        try provider.start()
+        defer { provider.stop() }
+        let store = SlowWriteStore()
+        let configuration = PublicClientApplicationConfiguration(
+            clientID: LocalIdentityProvider.demoClientID, authority: try Authority(provider.authority(tenant: "organizations"), type: .aad),
+            cacheStore: store)
+        let application = try PublicClientApplication(configuration: configuration)
+        let signIn = try await application.acquireToken(with: DeviceCodeParameters(scopes: Self.scopes)) { info in
+            try provider.approveDeviceCode(userCode: info.userCode, as: LocalIdentityProvider.demoUser.username)
+        }
+        let parameters = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
+        #expect(try await application.acquireTokenSilent(with: parameters).tokenSource == .cache)
+
+        store.slowNextWrite()
+        let account = signIn.account
+        let refresh = Task.detached {
+            try await application.acquireTokenSilent(with: SilentTokenParameters(scopes: Self.scopes, account: account, forceRefresh: true))
+        }
+        while !store.isWriting { try await Task.sleep(for: .milliseconds(1)) }
+        let ranMeanwhile = MainActorFlag()
+        let queued = Task { @MainActor in ranMeanwhile.value = true }
+        let hit = try await application.acquireTokenSilent(with: parameters)
+        #expect(ranMeanwhile.value, "the hit held the main actor while it waited for the write")
+        let refreshed = try await refresh.value
+        #expect(refreshed.tokenSource == .identityProvider)
+        #expect(hit.tokenSource == .cache && hit.accessToken == refreshed.accessToken)
+        await queued.value
+    }
+}
+
+/// An in-memory store whose next write, once asked, says it started and then takes 300 ms (as a
+/// large file or the keyring takes), holding the cache's lock meanwhile.
+private final class SlowWriteStore: TokenCacheStore {
+    let accessGroup = TokenCacheAccessGroup.default
+    private let inner = InMemoryTokenCacheStore()
+    private let slow = Atomic<Bool>(false)
+    private let writing = Atomic<Bool>(false)
+
+    /// Makes the next write slow.
+    func slowNextWrite() { slow.store(true, ordering: .sequentiallyConsistent) }
+    /// Whether the slow write has started (and not yet finished).
+    var isWriting: Bool { writing.load(ordering: .sequentiallyConsistent) }
+
+    func readAll() throws(MSALError) -> TokenCacheContents { try inner.readAll() }
+    func changeStamp() throws(MSALError) -> UInt64 { try inner.changeStamp() }
+    func apply(_ change: TokenCacheChange) throws(MSALError) {
+        if slow.exchange(false, ordering: .sequentiallyConsistent) {
+            writing.store(true, ordering: .sequentiallyConsistent)
+            usleep(300_000)
+            defer { writing.store(false, ordering: .sequentiallyConsistent) }
+            try inner.apply(change)
+            return
+        }
+        try inner.apply(change)
     }
 }
 
