@@ -215,18 +215,14 @@ struct SilentHitTests {
     @MainActor
     @Test("Called on the main actor while another task's cache write is under way, a hit waits for it off the main actor and answers with the written token")
     func hitDuringWriteLeavesMainActor() async throws {
-        let provider = LocalIdentityProvider()
-        provider.deviceCodeInterval = 0
-        try provider.start()
-        defer { provider.stop() }
+        let fixture = try LocalFixture()
+        defer { fixture.stop() }
         let store = SlowWriteStore()
-        let configuration = PublicClientApplicationConfiguration(
-            clientID: LocalIdentityProvider.demoClientID, authority: try Authority(provider.authority(tenant: "organizations"), type: .aad),
-            cacheStore: store)
+        var configuration = PublicClientApplicationConfiguration(
+            clientID: LocalIdentityProvider.demoClientID, authority: fixture.authority, cacheStore: store)
+        configuration.clock = fixture.clock
         let application = try PublicClientApplication(configuration: configuration)
-        let signIn = try await application.acquireToken(with: DeviceCodeParameters(scopes: Self.scopes)) { info in
-            try provider.approveDeviceCode(userCode: info.userCode, as: LocalIdentityProvider.demoUser.username)
-        }
+        let signIn = try await fixture.signIn(application)
         let parameters = SilentTokenParameters(scopes: Self.scopes, account: signIn.account)
         #expect(try await application.acquireTokenSilent(with: parameters).tokenSource == .cache)
 
