@@ -285,7 +285,7 @@ public final class PublicClientApplication: Sendable {
     }
 
     /// Runs on the global concurrent executor (`@concurrent`), whatever the caller's: everything a
-    /// silent call does beyond a hit that ``silentLookup(_:scopes:correlation:probe:)`` answers.
+    /// silent call does beyond a hit that ``silentLookup(_:scopes:correlation:probe:revision:)`` answers.
     /// - Parameter probe: the request's place in ``silentHits``, where a cache hit is offered; `nil`
     ///   offers nothing (the table is bypassed, or the call comes from the silent upgrade).
     @concurrent func silent(
