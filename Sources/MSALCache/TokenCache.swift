@@ -507,14 +507,20 @@ public final class TokenCache: Sendable {
         appMetadata: AppMetadataEntry?
     ) throws(MSALError) -> SaveOutcome {
         try withState { state throws(MSALError) -> SaveOutcome in
+            let before = state.revision
+            if let inMemoryStore, let accessToken,
+               let outcome = replaceInPlace(
+                   accessToken: accessToken, scopes: accessTokenScopes ?? accessToken.scopes, refreshToken: refreshToken,
+                   idToken: idToken, account: account, appMetadata: appMetadata, in: inMemoryStore, &state) {
+                return outcome
+            }
             // The change is planned on a copy of the index in a scope of its own, released before
             // the change is applied to the index in place: alive then, it would make the index
             // copy every table the change touches (the whole cache, on every refresh).
             let change: TokenCacheChange
-            let before = state.revision
             var accountUnchanged = account == nil
             do {
-                guard let index = state.index else { return SaveOutcome(revisions: nil, accountUnchanged: false) }
+                guard let index = state.index else { return SaveOutcome(revisions: nil, accountUnchanged: false, replacedInPlace: false) }
                 var upserts: [(key: String, entry: CacheEntry)] = []
                 var removals = Set<CacheEntryRemoval>()
                 if let accessToken {
@@ -578,8 +584,47 @@ public final class TokenCache: Sendable {
                     removals: removals.sorted { ($0.kind.rawValue, $0.key) < ($1.kind.rawValue, $1.key) })
             }
             let applied = try commit(change, &state)
-            return SaveOutcome(revisions: applied ? (before, state.revision) : nil, accountUnchanged: accountUnchanged)
+            return SaveOutcome(revisions: applied ? (before, state.revision) : nil, accountUnchanged: accountUnchanged, replacedInPlace: false)
         }
+    }
+
+    /// The save of what a refresh usually brings, done without planning a change: new tokens for
+    /// entries the index holds with the same identifiers, and an account entry and app metadata
+    /// equal to the stored ones. It stores exactly what the planned change would (the same entries
+    /// under the same keys, identifiers shared with the entries they replace), touching the three
+    /// entries in place: no key is hashed into the index's tables, no identifier into the
+    /// store's interner, and no change is built.
+    /// - Returns: `nil`, having changed nothing, when the save would do anything else (remove an
+    ///   entry, file one under a new key, write a changed account or app metadata), when the
+    ///   index is not loaded, or when another cache changed `store` since it was loaded.
+    private func replaceInPlace(
+        accessToken: AccessTokenEntry, scopes: ScopeSet, refreshToken: RefreshTokenEntry?, idToken: IDTokenEntry?,
+        account: AccountEntry?, appMetadata: AppMetadataEntry?, in store: InMemoryTokenCacheStore, _ state: inout State
+    ) -> SaveOutcome? {
+        let replacement: InPlaceReplacement
+        do {
+            // A copy released before the index changes (see `save`).
+            guard let index = state.index, let found = index.inPlaceReplacement(
+                accessToken: accessToken, scopes: scopes, refreshToken: refreshToken, idToken: idToken,
+                account: account, appMetadata: appMetadata) else { return nil }
+            replacement = found
+        }
+        let before = state.revision
+        state.releaseHandedOutPartitions()
+        guard let stamps = store.replaceInPlace(sharingWith: &state.index!, loadedAt: state.stamp, {
+            $0.apply(replacement, accessToken: accessToken, refreshToken: refreshToken, idToken: idToken)
+        }) else { return nil }
+        var homes = [HomeEnvironment(homeAccountID: accessToken.homeAccountID, environment: accessToken.environment)]
+        func touch(_ homeAccountID: String, _ environment: String) {
+            let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
+            if homes.last != home { homes.append(home) }
+        }
+        if let refreshToken { touch(refreshToken.homeAccountID, refreshToken.environment) }
+        if let idToken { touch(idToken.homeAccountID, idToken.environment) }
+        state.stamp = stamps.after
+        state.indexChanged(touching: homes)
+        logger.debug("Token cache replaced \(1 + (refreshToken == nil ? 0 : 1) + (idToken == nil ? 0 : 1)) entries in place.")
+        return SaveOutcome(revisions: (before, state.revision), accountUnchanged: true, replacedInPlace: true)
     }
 
     /// Removes an account for one client ID: every credential (access, refresh and ID tokens) of that
@@ -720,6 +765,10 @@ package struct SaveOutcome: Sendable {
     /// additional fields, the only entry of its realm: the accounts' entries are then the same as
     /// before the save.
     package let accountUnchanged: Bool
+    /// Whether the save only replaced stored tokens in place (what a refresh usually writes): no
+    /// entry was removed or filed under a new key, and the account entry and app metadata given
+    /// were already stored as they are.
+    package let replacedInPlace: Bool
 }
 
 /// Names a value kept by `TokenCache.derivedValue(for:_:)`: a kind and up to
@@ -783,6 +832,73 @@ struct CredentialID: Hashable {
         hasher.combine(homeAccountID)
         hasher.combine(realm)
         hasher.combine(clientID)
+    }
+}
+
+/// Where ``CacheIndex/inPlaceReplacement(accessToken:scopes:refreshToken:idToken:account:appMetadata:)``
+/// found the entries a save replaces.
+struct InPlaceReplacement {
+    /// The access token's partition, and the position of the token it replaces there.
+    let partition: CredentialID
+    let accessTokenPosition: Int
+    /// The stored keys of the refresh token and ID token replaced (`nil` when none is saved).
+    let refreshTokenKey: String?
+    let idTokenKey: String?
+}
+
+extension AccessTokenEntry {
+    /// Whether the identifiers that file the entry (home account ID, environment, realm, client
+    /// ID, target) are equal, as strings compare (what a replacement in place requires).
+    func hasSameIdentifiers(as other: AccessTokenEntry) -> Bool {
+        homeAccountID == other.homeAccountID && environment == other.environment && realm == other.realm
+            && clientID == other.clientID && target == other.target
+    }
+
+    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    func sharingIdentifiers(with stored: AccessTokenEntry) -> AccessTokenEntry {
+        AccessTokenEntry(
+            homeAccountID: stored.homeAccountID, environment: stored.environment, clientID: stored.clientID, realm: stored.realm,
+            target: stored.target, secret: secret, tokenType: tokenType, cachedAt: cachedAt, expiresOn: expiresOn,
+            extendedExpiresOn: extendedExpiresOn, refreshOn: refreshOn, additionalFields: additionalFields)
+    }
+}
+
+extension RefreshTokenEntry {
+    /// Whether the identifiers that file the entry (home account ID, environment, client ID,
+    /// family ID, target) are equal, as strings compare.
+    func hasSameIdentifiers(as other: RefreshTokenEntry) -> Bool {
+        homeAccountID == other.homeAccountID && environment == other.environment && clientID == other.clientID
+            && familyID == other.familyID && target == other.target
+    }
+
+    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    func sharingIdentifiers(with stored: RefreshTokenEntry) -> RefreshTokenEntry {
+        var shared = self
+        shared.homeAccountID = stored.homeAccountID
+        shared.environment = stored.environment
+        shared.clientID = stored.clientID
+        shared.familyID = stored.familyID
+        shared.target = stored.target
+        return shared
+    }
+}
+
+extension IDTokenEntry {
+    /// Whether the identifiers that file the entry (home account ID, environment, client ID,
+    /// realm) are equal, as strings compare.
+    func hasSameIdentifiers(as other: IDTokenEntry) -> Bool {
+        homeAccountID == other.homeAccountID && environment == other.environment && clientID == other.clientID
+            && realm == other.realm
+    }
+
+    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    func sharingIdentifiers(with stored: IDTokenEntry) -> IDTokenEntry {
+        var shared = self
+        shared.homeAccountID = stored.homeAccountID
+        shared.environment = stored.environment
+        shared.clientID = stored.clientID
+        shared.realm = stored.realm
+        return shared
     }
 }
 
@@ -861,6 +977,99 @@ struct CacheIndex: Sendable {
             contents.insert(entry, storedKey: key)
             addToIndex(entry, storedKey: key)
         }
+    }
+
+    /// Where the entries a save replaces in place are (``TokenCache``'s `replaceInPlace`), when
+    /// replacing them is all the save would do:
+    /// - the access token's partition holds one token sharing a scope with `scopes` or without
+    ///   scopes, filed under its own key with the same identifiers as `accessToken` (any other such
+    ///   token would be removed);
+    /// - the refresh token's client (and family) holds one refresh token, under `refreshToken`'s
+    ///   key, with the same identifiers; the same for the ID token of its account, tenant and client;
+    /// - `account`, its `account_source` filled from the stored entry's, is stored under its key
+    ///   byte for byte, the only entry of its environment and realm; `appMetadata` is stored under
+    ///   its key as it is, the only one of its client and environment.
+    /// - Returns: `nil` when the save would do more than replace (or nothing is stored to replace).
+    func inPlaceReplacement(
+        accessToken: AccessTokenEntry, scopes: ScopeSet, refreshToken: RefreshTokenEntry?, idToken: IDTokenEntry?,
+        account: AccountEntry?, appMetadata metadata: AppMetadataEntry?
+    ) -> InPlaceReplacement? {
+        let partitionID = CredentialID(accessToken)
+        guard let partition = accessTokens[partitionID] else { return nil }
+        let known = scopeTable.knownIDs(of: scopes)
+        var position: Int?
+        for index in partition.tokens.indices {
+            let token = partition.tokens[index]
+            guard token.scopes.isEmpty || token.scopes.intersectsSorted(known) else { continue }
+            guard position == nil, token.storedKey == nil, token.entry.hasSameIdentifiers(as: accessToken) else { return nil }
+            position = index
+        }
+        guard let position else { return nil }
+
+        var refreshTokenKey: String?
+        if let refreshToken {
+            guard let keys = refreshTokensByClient[ClientID(
+                      homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment, clientOrFamilyID: refreshToken.clientID)],
+                  keys.count == 1, let key = keys.first else { return nil }
+            if let familyID = refreshToken.familyID {
+                guard let family = refreshTokensByFamily[ClientID(
+                          homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment, clientOrFamilyID: familyID)],
+                      family.count == 1, family.first == key else { return nil }
+            }
+            guard let old = contents.refreshTokens[key], old.hasSameIdentifiers(as: refreshToken), key == refreshToken.key else { return nil }
+            refreshTokenKey = key
+        }
+
+        var idTokenKey: String?
+        if let idToken {
+            guard let keys = idTokens[CredentialID(idToken)], keys.count == 1, let key = keys.first,
+                  let old = contents.idTokens[key], old.hasSameIdentifiers(as: idToken), key == idToken.key else { return nil }
+            idTokenKey = key
+        }
+
+        if var account {
+            let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
+            let newKey = account.key
+            var stored: AccountEntry?
+            for key in accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
+                guard let old = contents.accounts[key],
+                      old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
+                guard stored == nil, key == newKey else { return nil }
+                stored = old
+            }
+            guard let stored else { return nil }
+            if account.accountSource == nil { account.accountSource = stored.accountSource }
+            guard stored.hasSameUTF8(as: account) else { return nil }
+        }
+
+        if let metadata {
+            guard let keys = appMetadata[ClientID(homeAccountID: "", environment: metadata.environment, clientOrFamilyID: metadata.clientID)],
+                  keys.count == 1, let key = keys.first, key == metadata.key, contents.appMetadata[key] == metadata else { return nil }
+        }
+        return InPlaceReplacement(
+            partition: partitionID, accessTokenPosition: position, refreshTokenKey: refreshTokenKey, idTokenKey: idTokenKey)
+    }
+
+    /// Replaces the entries `replacement` found (``inPlaceReplacement(accessToken:scopes:refreshToken:idToken:account:appMetadata:)``,
+    /// on this index unchanged since) by the new tokens, each with the identifier strings of the
+    /// entry it replaces (equal to its own: as the store's interner would share them).
+    /// - Returns: `false`, having changed nothing, when the access token is not where it was found.
+    mutating func apply(
+        _ replacement: InPlaceReplacement, accessToken: AccessTokenEntry, refreshToken: RefreshTokenEntry?, idToken: IDTokenEntry?
+    ) -> Bool {
+        guard let tokens = accessTokens[replacement.partition]?.tokens, replacement.accessTokenPosition < tokens.count else { return false }
+        let old = tokens[replacement.accessTokenPosition].entry
+        guard old.hasSameIdentifiers(as: accessToken) else { return false }
+        let new = accessToken.sharingIdentifiers(with: old)
+        guard contents.accessTokens.replaceValue(ownKeyOf: new, { _ in new }) != nil else { return false }
+        accessTokens[replacement.partition]!.replaceToken(at: replacement.accessTokenPosition, by: new)
+        if let refreshToken, let key = replacement.refreshTokenKey, let slot = contents.refreshTokens.index(forKey: key) {
+            contents.refreshTokens.values[slot] = refreshToken.sharingIdentifiers(with: contents.refreshTokens.values[slot])
+        }
+        if let idToken, let key = replacement.idTokenKey, let slot = contents.idTokens.index(forKey: key) {
+            contents.idTokens.values[slot] = idToken.sharingIdentifiers(with: contents.idTokens.values[slot])
+        }
+        return true
     }
 
     /// Adds the home of `entry` to `homes` unless it is the last one there (a change's entries
@@ -1400,6 +1609,12 @@ struct AccessTokenPartition: Sendable {
     /// Replaces the entry `old`, stored under `key`, by `new` (same scopes), with its expiry.
     mutating func replace(_ old: AccessTokenEntry, by new: AccessTokenEntry, storedKey key: String) {
         guard let position = position(ofKey: key, entry: old) else { return }
+        let token = tokens[position]
+        tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, mask: token.mask, expiresOn: new.expiresOn, entry: new)
+    }
+
+    /// Replaces the entry of the token at `position` by `new` (same stored key and scopes), with its expiry.
+    mutating func replaceToken(at position: Int, by new: AccessTokenEntry) {
         let token = tokens[position]
         tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, mask: token.mask, expiresOn: new.expiresOn, entry: new)
     }

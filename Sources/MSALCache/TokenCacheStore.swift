@@ -222,6 +222,31 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
         }
     }
 
+    /// Runs `body` on `index`, a token cache's index of this store's entries as they were at stamp
+    /// `loadedAt`, with this store's tables let go of meanwhile (as
+    /// ``apply(_:sharingWith:loadedAt:touching:)`` does), then keeps the index's: for a change that
+    /// only replaces stored entries by equal-keyed ones, made in place.
+    /// - Returns: the stamps around the change; `nil`, with nothing changed, when the store changed
+    ///   since `loadedAt` (`body` is not run) or `body` returned `false` (it changed nothing).
+    func replaceInPlace(
+        sharingWith index: inout CacheIndex, loadedAt stamp: UInt64, _ body: (inout CacheIndex) -> Bool
+    ) -> AppliedChangeStamps? {
+        state.withLock { state in
+            guard state.stamp == stamp else { return nil }
+            let unknownSections = state.contents.unknownSections, unreadableEntries = state.contents.unreadableEntries
+            state.contents = TokenCacheContents()
+            let replaced = body(&index)
+            state.contents = index.contents
+            state.contents.unknownSections = unknownSections
+            state.contents.unreadableEntries = unreadableEntries
+            guard replaced else { return nil }
+            let before = state.stamp
+            state.stamp &+= 1
+            publishedStamp.store(state.stamp, ordering: .releasing)
+            return AppliedChangeStamps(before: before, after: state.stamp)
+        }
+    }
+
     private func applyLocked(_ change: TokenCacheChange) -> AppliedChangeStamps {
         state.withLock { state in
             let before = state.stamp

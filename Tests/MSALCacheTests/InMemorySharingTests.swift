@@ -116,4 +116,78 @@ struct InMemorySharingTests {
         // The entries under other MSALs' keys were replaced or removed along the way.
         #expect(final.refreshTokens["foreign-refresh-token"] == nil && final.accounts["foreign-account"] == nil)
     }
+
+    @Test("Refreshes replace tokens in place, leaving the store as the planned change does (seeded)")
+    func inPlaceAsPlanned() throws {
+        let shared = InMemoryTokenCacheStore(contents: Self.startingContents())
+        let separate = InMemoryTokenCacheStore(contents: Self.startingContents())
+        let sharedCache = TokenCache(store: shared), otherSharedCache = TokenCache(store: shared)
+        let separateCache = TokenCache(store: ForwardingStore(separate)), otherSeparateCache = TokenCache(store: ForwardingStore(separate))
+        var random = SplitMix64(seed: 23)
+        var inPlace = 0, planned = 0
+        for step in 0..<400 {
+            let homeIndex = Int(random.next() % 3)
+            let home = Self.homes[homeIndex], realm = Self.realms[Int(random.next() % 2)]
+            let target = Self.targets[Int(random.next() % UInt64(Self.targets.count))]
+            let operation = random.next() % 20
+            let second = random.next() % 10 == 0
+            // Each home keeps its family and username, as an account's refreshes do, but for the
+            // operations that change one of them (which a replacement in place must not take).
+            var familyID: String? = homeIndex == 1 ? "1" : nil
+            var username = "user\(homeIndex)@contoso.example"
+            var entryRealm = realm, entryTarget = target
+            switch operation {
+            case 0: username = "renamed\(step)@contoso.example"
+            case 1: familyID = familyID == nil ? "1" : nil
+            case 2: entryRealm = realm.uppercased()  // the same tenant in another case: filed anew
+            case 3: entryTarget = "User.Read Calendars.Read"  // overlaps other tokens: they are removed
+            default: break
+            }
+            for (cache, other) in [(sharedCache, otherSharedCache), (separateCache, otherSeparateCache)] {
+                let writer = second ? other : cache
+                if operation == 4 {
+                    try writer.remove([CacheEntryRemoval(kind: .accessToken, key: Sample.accessToken(home: home, realm: realm, target: target, secret: "").key)])
+                    continue
+                }
+                let outcome = try writer.save(
+                    accessToken: Sample.accessToken(home: home, realm: entryRealm, target: entryTarget, secret: "AT-\(step)", expiresIn: TimeInterval(600 + step)),
+                    accessTokenScopes: nil,
+                    refreshToken: Sample.refreshToken(home: home, familyID: familyID, secret: "RT-\(step)"),
+                    idToken: Sample.idToken(home: home, realm: entryRealm, secret: "ID-\(step)"),
+                    account: Sample.account(home: home, realm: entryRealm, username: username),
+                    appMetadata: AppMetadataEntry(clientID: Sample.clientID, environment: Sample.environment, familyID: "1"))
+                if cache === separateCache {
+                    #expect(!outcome.replacedInPlace, "a cache over another store never replaces in place (step \(step))")
+                } else if outcome.replacedInPlace {
+                    inPlace += 1
+                    #expect(operation != 0, "step \(step): a renamed account is written, not left in place")
+                    #expect(outcome.accountUnchanged && outcome.revisions != nil)
+                } else {
+                    planned += 1
+                }
+            }
+            let sharedContents = try shared.readAll(), separateContents = try separate.readAll()
+            #expect(sharedContents == separateContents, "step \(step)")
+            #expect(try sharedContents.msalJSON() == separateContents.msalJSON(), "step \(step)")
+            let fresh = TokenCache(store: shared)
+            for cache in [sharedCache, otherSharedCache, fresh] {
+                #expect(try cache.accountEntries(homeAccountID: home, environment: nil)
+                    == separateCache.accountEntries(homeAccountID: home, environment: nil), "step \(step)")
+                #expect(try cache.refreshTokenCandidates(homeAccountID: home, environment: Sample.environment, clientID: Sample.clientID)
+                    == separateCache.refreshTokenCandidates(homeAccountID: home, environment: Sample.environment, clientID: Sample.clientID), "step \(step)")
+                for lookupRealm in Self.realms {
+                    for scopes: ScopeSet in [["user.read"], ["Mail.Read", "Files.Read"], ["https://r.example/.default"], ["calendars.read"]] {
+                        #expect(try cache.accessToken(homeAccountID: home, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID, scopes: scopes)
+                            == separateCache.accessToken(homeAccountID: home, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID, scopes: scopes),
+                            "step \(step)")
+                    }
+                    #expect(try cache.idToken(homeAccountID: home, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID)
+                        == separateCache.idToken(homeAccountID: home, environment: Sample.environment, realm: lookupRealm, clientID: Sample.clientID), "step \(step)")
+                }
+            }
+        }
+        // Both kinds of save happened often enough to compare.
+        #expect(inPlace > 80, "replaced in place \(inPlace) times")
+        #expect(planned > 60, "planned \(planned) times")
+    }
 }
