@@ -54,6 +54,94 @@ func lowercasedKey(_ first: String, _ second: String, _ third: String) -> String
     return [first, second, third].joined(separator: "-").lowercased()
 }
 
+/// Whether `stored` equals (as strings compare) the key that `credentialKey` or `lowercasedKey`
+/// builds from `parts`, without building it while both are ASCII: the first two ASCII bytes that
+/// differ decide (the parts lowercased); a non-ASCII byte leaves it to comparing `built()`.
+func storedKey(_ stored: String, isKeyOf parts: KeyParts, built: () -> String) -> Bool {
+    var stored = stored
+    let answer: Bool? = stored.withUTF8 { bytes -> Bool? in
+        var position = 0
+        for index in 0 ..< parts.count {
+            if index > 0 {
+                guard position < bytes.count else { return false }
+                guard bytes[position] < 0x80 else { return nil }
+                guard bytes[position] == UInt8(ascii: "-") else { return false }
+                position += 1
+            }
+            var part = parts[index]
+            let matched = part.withUTF8 { partBytes -> Bool? in
+                for byte in partBytes {
+                    guard byte < 0x80 else { return nil }
+                    guard position < bytes.count else { return false }
+                    guard bytes[position] < 0x80 else { return nil }
+                    guard bytes[position] == byte.asciiLowercased else { return false }
+                    position += 1
+                }
+                return true
+            }
+            guard let matched else { return nil }
+            guard matched else { return false }
+        }
+        return position == bytes.count
+    }
+    return answer ?? (stored == built())
+}
+
+/// The three or six parts of a key (``storedKey(_:isKeyOf:built:)``), held without an array.
+struct KeyParts {
+    private let parts: (String, String, String, String, String, String)
+    let count: Int
+
+    init(_ p0: String, _ p1: String, _ p2: String) {
+        parts = (p0, p1, p2, "", "", "")
+        count = 3
+    }
+
+    init(_ p0: String, _ p1: String, _ p2: String, _ p3: String, _ p4: String, _ p5: String) {
+        parts = (p0, p1, p2, p3, p4, p5)
+        count = 6
+    }
+
+    subscript(index: Int) -> String {
+        switch index {
+        case 0: parts.0
+        case 1: parts.1
+        case 2: parts.2
+        case 3: parts.3
+        case 4: parts.4
+        default: parts.5
+        }
+    }
+}
+
+extension RefreshTokenEntry {
+    /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
+    func hasKey(_ stored: String) -> Bool {
+        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, "refreshtoken", familyID ?? clientID, "", target ?? "")) { key }
+    }
+}
+
+extension IDTokenEntry {
+    /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
+    func hasKey(_ stored: String) -> Bool {
+        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, "idtoken", clientID, realm, "")) { key }
+    }
+}
+
+extension AccountEntry {
+    /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
+    func hasKey(_ stored: String) -> Bool {
+        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, realm)) { key }
+    }
+}
+
+extension AppMetadataEntry {
+    /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
+    func hasKey(_ stored: String) -> Bool {
+        storedKey(stored, isKeyOf: KeyParts("appmetadata", environment, clientID)) { key }
+    }
+}
+
 /// Writes `part` ASCII-lowercased into `buffer` at `position` (preceded by `-` unless it is the
 /// `first` part), from its contiguous bytes, and moves `position` past it.
 /// - Returns: `false` at the first non-ASCII byte (the caller then lowercases the whole key in full).

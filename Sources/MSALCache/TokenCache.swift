@@ -995,16 +995,15 @@ struct CacheIndex: Sendable {
         account: AccountEntry?, appMetadata metadata: AppMetadataEntry?
     ) -> InPlaceReplacement? {
         let partitionID = CredentialID(accessToken)
-        guard let partition = accessTokens[partitionID] else { return nil }
-        let known = scopeTable.knownIDs(of: scopes)
-        var position: Int?
-        for index in partition.tokens.indices {
-            let token = partition.tokens[index]
-            guard token.scopes.isEmpty || token.scopes.intersectsSorted(known) else { continue }
-            guard position == nil, token.storedKey == nil, token.entry.hasSameIdentifiers(as: accessToken) else { return nil }
-            position = index
+        guard let partition = accessTokens[partitionID],
+              let position = partition.tokens.firstIndex(where: { $0.entry.hasSameIdentifiers(as: accessToken) }),
+              partition.tokens[position].storedKey == nil else { return nil }
+        // The same target has the same scopes, numbered: those of `scopes` that some token holds.
+        let known = partition.tokens[position].scopes
+        for index in partition.tokens.indices where index != position {
+            let scopes = partition.tokens[index].scopes
+            if scopes.isEmpty || scopes.intersectsSorted(known) { return nil }
         }
-        guard let position else { return nil }
 
         var refreshTokenKey: String?
         if let refreshToken {
@@ -1016,25 +1015,24 @@ struct CacheIndex: Sendable {
                           homeAccountID: refreshToken.homeAccountID, environment: refreshToken.environment, clientOrFamilyID: familyID)],
                       family.count == 1, family.first == key else { return nil }
             }
-            guard let old = contents.refreshTokens[key], old.hasSameIdentifiers(as: refreshToken), key == refreshToken.key else { return nil }
+            guard let old = contents.refreshTokens[key], old.hasSameIdentifiers(as: refreshToken), refreshToken.hasKey(key) else { return nil }
             refreshTokenKey = key
         }
 
         var idTokenKey: String?
         if let idToken {
             guard let keys = idTokens[CredentialID(idToken)], keys.count == 1, let key = keys.first,
-                  let old = contents.idTokens[key], old.hasSameIdentifiers(as: idToken), key == idToken.key else { return nil }
+                  let old = contents.idTokens[key], old.hasSameIdentifiers(as: idToken), idToken.hasKey(key) else { return nil }
             idTokenKey = key
         }
 
         if var account {
             let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
-            let newKey = account.key
             var stored: AccountEntry?
             for key in accountsByHome[account.homeAccountID.lowercasedIfNeeded()] ?? [] {
                 guard let old = contents.accounts[key],
                       old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
-                guard stored == nil, key == newKey else { return nil }
+                guard stored == nil, account.hasKey(key) else { return nil }
                 stored = old
             }
             guard let stored else { return nil }
@@ -1044,7 +1042,7 @@ struct CacheIndex: Sendable {
 
         if let metadata {
             guard let keys = appMetadata[ClientID(homeAccountID: "", environment: metadata.environment, clientOrFamilyID: metadata.clientID)],
-                  keys.count == 1, let key = keys.first, key == metadata.key, contents.appMetadata[key] == metadata else { return nil }
+                  keys.count == 1, let key = keys.first, metadata.hasKey(key), contents.appMetadata[key] == metadata else { return nil }
         }
         return InPlaceReplacement(
             partition: partitionID, accessTokenPosition: position, refreshTokenKey: refreshTokenKey, idTokenKey: idTokenKey)
