@@ -1224,7 +1224,9 @@ struct CacheIndex: Sendable {
     /// MSALs' keys), the one with the smallest stored key.
     func appMetadataEntry(clientID: String, environment: String) -> AppMetadataEntry? {
         let id = ClientID(homeAccountID: "", environment: environment, clientOrFamilyID: clientID)
-        return (appMetadata[id] ?? []).sorted().lazy.compactMap { contents.appMetadata[$0] }.first
+        guard let keys = appMetadata[id] else { return nil }
+        if keys.count == 1, let key = keys.first { return contents.appMetadata[key] }
+        return keys.sorted().lazy.compactMap { contents.appMetadata[$0] }.first
     }
 
     /// The ID token of `id`; when several are stored (under other MSALs' keys), the one with the
