@@ -70,6 +70,14 @@ func storedKey(_ stored: String, isKeyOf parts: KeyParts, built: () -> String) -
             }
             var part = parts[index]
             let matched = part.withUTF8 { partBytes -> Bool? in
+                // A part equal to the next bytes and in lowercase ASCII (as identifiers usually
+                // are): one comparison and one scan.
+                if !partBytes.isEmpty, partBytes.count <= bytes.count - position,
+                   memcmp(partBytes.baseAddress!, bytes.baseAddress! + position, partBytes.count) == 0,
+                   !partBytes.contains(where: { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }) {
+                    position += partBytes.count
+                    return true
+                }
                 for byte in partBytes {
                     guard byte < 0x80 else { return nil }
                     guard position < bytes.count else { return false }
@@ -569,7 +577,7 @@ public struct AccountEntry: Sendable, Hashable {
         func same(_ a: String?, _ b: String?) -> Bool {
             switch (a, b) {
             case (nil, nil): true
-            case (let a?, let b?): a.utf8.elementsEqual(b.utf8)
+            case (let a?, let b?): a.hasSameUTF8(as: b)
             default: false
             }
         }
