@@ -248,40 +248,9 @@ extension AccessTokenEntry {
     /// form than the entry's own is equal as a string but must be kept as written, so whether a key
     /// need not be kept is asked `exactly`.
     func hasKey(_ other: String, exactly: Bool = false) -> Bool {
-        var other = other
-        let answer: Bool? = other.withUTF8 { bytes -> Bool? in
-            var position = 0
-            for index in 0 ..< Self.keyPartCount {
-                if index > 0 {
-                    guard position < bytes.count else { return false }
-                    guard bytes[position] < 0x80 else { return nil }
-                    guard bytes[position] == UInt8(ascii: "-") else { return false }
-                    position += 1
-                }
-                var part = keyPart(index)
-                let matched = part.withUTF8 { partBytes -> Bool? in
-                    // A lowercase ASCII part equal to the next bytes: one comparison (the usual case).
-                    if !partBytes.isEmpty, partBytes.count <= bytes.count - position,
-                       memcmp(partBytes.baseAddress!, bytes.baseAddress! + position, partBytes.count) == 0,
-                       asciiCase(partBytes) == .lowercase {
-                        position += partBytes.count
-                        return true
-                    }
-                    for byte in partBytes {
-                        guard byte < 0x80 else { return nil }
-                        guard position < bytes.count else { return false }
-                        guard bytes[position] < 0x80 else { return nil }
-                        guard bytes[position] == byte.asciiLowercased else { return false }
-                        position += 1
-                    }
-                    return true
-                }
-                guard let matched else { return nil }
-                guard matched else { return false }
-            }
-            return position == bytes.count
+        guard let answer = compareKey(other, partCount: Self.keyPartCount, part: keyPart) else {
+            return exactly ? key.utf8.elementsEqual(other.utf8) : key == other
         }
-        guard let answer else { return exactly ? key.utf8.elementsEqual(other.utf8) : key == other }
         return answer
     }
 

@@ -54,24 +54,25 @@ func lowercasedKey(_ first: String, _ second: String, _ third: String) -> String
     return [first, second, third].joined(separator: "-").lowercased()
 }
 
-/// Whether `stored` equals (as strings compare) the key that `credentialKey` or `lowercasedKey`
-/// builds from `parts`, without building it while both are ASCII: the first two ASCII bytes that
-/// differ decide (the parts lowercased); a non-ASCII byte leaves it to comparing `built()`.
-func storedKey(_ stored: String, isKeyOf parts: KeyParts, built: () -> String) -> Bool {
+/// Compares `stored` with the key of `partCount` parts (`part(index)`, as `credentialKey` and
+/// `lowercasedKey` build it: lowercased, joined by `-`) without building that key while both are
+/// ASCII: the first two ASCII bytes that differ decide; a part in lowercase ASCII equal to the next
+/// bytes (as identifiers usually are) is compared in one `memcmp`.
+/// - Returns: whether they are equal; `nil` when a non-ASCII byte leaves it to comparing with the
+///   built key.
+func compareKey(_ stored: String, partCount: Int, part: (Int) -> String) -> Bool? {
     var stored = stored
-    let answer: Bool? = stored.withUTF8 { bytes -> Bool? in
+    return stored.withUTF8 { bytes -> Bool? in
         var position = 0
-        for index in 0 ..< parts.count {
+        for index in 0 ..< partCount {
             if index > 0 {
                 guard position < bytes.count else { return false }
                 guard bytes[position] < 0x80 else { return nil }
                 guard bytes[position] == UInt8(ascii: "-") else { return false }
                 position += 1
             }
-            var part = parts[index]
+            var part = part(index)
             let matched = part.withUTF8 { partBytes -> Bool? in
-                // A part equal to the next bytes and in lowercase ASCII (as identifiers usually
-                // are): one comparison and one scan.
                 if !partBytes.isEmpty, partBytes.count <= bytes.count - position,
                    memcmp(partBytes.baseAddress!, bytes.baseAddress! + position, partBytes.count) == 0,
                    !partBytes.contains(where: { $0 >= 0x80 || ($0 >= 0x41 && $0 <= 0x5A) }) {
@@ -92,61 +93,67 @@ func storedKey(_ stored: String, isKeyOf parts: KeyParts, built: () -> String) -
         }
         return position == bytes.count
     }
-    return answer ?? (stored == built())
-}
-
-/// The three or six parts of a key (``storedKey(_:isKeyOf:built:)``), held without an array.
-struct KeyParts {
-    private let parts: (String, String, String, String, String, String)
-    let count: Int
-
-    init(_ p0: String, _ p1: String, _ p2: String) {
-        parts = (p0, p1, p2, "", "", "")
-        count = 3
-    }
-
-    init(_ p0: String, _ p1: String, _ p2: String, _ p3: String, _ p4: String, _ p5: String) {
-        parts = (p0, p1, p2, p3, p4, p5)
-        count = 6
-    }
-
-    subscript(index: Int) -> String {
-        switch index {
-        case 0: parts.0
-        case 1: parts.1
-        case 2: parts.2
-        case 3: parts.3
-        case 4: parts.4
-        default: parts.5
-        }
-    }
 }
 
 extension RefreshTokenEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, "refreshtoken", familyID ?? clientID, "", target ?? "")) { key }
+        let answer = compareKey(stored, partCount: 6) { index in
+            switch index {
+            case 0: homeAccountID
+            case 1: environment
+            case 2: "refreshtoken"
+            case 3: familyID ?? clientID
+            case 4: ""
+            default: target ?? ""
+            }
+        }
+        return answer ?? (stored == key)
     }
 }
 
 extension IDTokenEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, "idtoken", clientID, realm, "")) { key }
+        let answer = compareKey(stored, partCount: 6) { index in
+            switch index {
+            case 0: homeAccountID
+            case 1: environment
+            case 2: "idtoken"
+            case 3: clientID
+            case 4: realm
+            default: ""
+            }
+        }
+        return answer ?? (stored == key)
     }
 }
 
 extension AccountEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        storedKey(stored, isKeyOf: KeyParts(homeAccountID, environment, realm)) { key }
+        let answer = compareKey(stored, partCount: 3) { index in
+            switch index {
+            case 0: homeAccountID
+            case 1: environment
+            default: realm
+            }
+        }
+        return answer ?? (stored == key)
     }
 }
 
 extension AppMetadataEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        storedKey(stored, isKeyOf: KeyParts("appmetadata", environment, clientID)) { key }
+        let answer = compareKey(stored, partCount: 3) { index in
+            switch index {
+            case 0: "appmetadata"
+            case 1: environment
+            default: clientID
+            }
+        }
+        return answer ?? (stored == key)
     }
 }
 

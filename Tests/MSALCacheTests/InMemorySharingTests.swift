@@ -44,12 +44,16 @@ struct InMemorySharingTests {
         return contents
     }
 
+    /// Two caches over `shared` (which keep one copy of the entries with it) and two over `separate`
+    /// behind a ``ForwardingStore`` (each keeping its own copy).
+    static func caches(_ shared: InMemoryTokenCacheStore, _ separate: InMemoryTokenCacheStore) -> (TokenCache, TokenCache, TokenCache, TokenCache) {
+        (TokenCache(store: shared), TokenCache(store: shared), TokenCache(store: ForwardingStore(separate)), TokenCache(store: ForwardingStore(separate)))
+    }
+
     @Test("Saves, removals and another cache's writes leave the store and the lookups as with two copies (seeded)")
     func sameAsTwoCopies() throws {
-        let shared = InMemoryTokenCacheStore(contents: Self.startingContents())
-        let separate = InMemoryTokenCacheStore(contents: Self.startingContents())
-        let sharedCache = TokenCache(store: shared), otherSharedCache = TokenCache(store: shared)
-        let separateCache = TokenCache(store: ForwardingStore(separate)), otherSeparateCache = TokenCache(store: ForwardingStore(separate))
+        let (shared, separate) = (InMemoryTokenCacheStore(contents: Self.startingContents()), InMemoryTokenCacheStore(contents: Self.startingContents()))
+        let (sharedCache, otherSharedCache, separateCache, otherSeparateCache) = Self.caches(shared, separate)
         var random = SplitMix64(seed: 11)
         var snapshots: [(contents: TokenCacheContents, json: Data)] = []
         for step in 0..<300 {
@@ -119,10 +123,8 @@ struct InMemorySharingTests {
 
     @Test("Refreshes replace tokens in place, leaving the store as the planned change does (seeded)")
     func inPlaceAsPlanned() throws {
-        let shared = InMemoryTokenCacheStore(contents: Self.startingContents())
-        let separate = InMemoryTokenCacheStore(contents: Self.startingContents())
-        let sharedCache = TokenCache(store: shared), otherSharedCache = TokenCache(store: shared)
-        let separateCache = TokenCache(store: ForwardingStore(separate)), otherSeparateCache = TokenCache(store: ForwardingStore(separate))
+        let (shared, separate) = (InMemoryTokenCacheStore(contents: Self.startingContents()), InMemoryTokenCacheStore(contents: Self.startingContents()))
+        let (sharedCache, otherSharedCache, separateCache, otherSeparateCache) = Self.caches(shared, separate)
         var random = SplitMix64(seed: 23)
         var inPlace = 0, planned = 0
         for step in 0..<400 {
