@@ -611,7 +611,12 @@ public final class TokenCache: Sendable {
         }
         let before = state.revision
         state.releaseHandedOutPartitions()
-        guard let stamps = store.replaceInPlace(sharingWith: &state.index!, loadedAt: state.stamp, {
+        guard let stamps = store.replaceInPlace(sharingWith: &state.index!, loadedAt: state.stamp, writesOverUnreadable: { unreadable in
+            // The keys the planned change would write: the three tokens' and the account's.
+            func holds(_ kind: CacheEntryKind, _ key: String?) -> Bool { key.map { unreadable[kind.rawValue]?[$0] != nil } ?? false }
+            return holds(.accessToken, accessToken.key) || holds(.refreshToken, replacement.refreshTokenKey)
+                || holds(.idToken, replacement.idTokenKey) || holds(.account, replacement.accountKey)
+        }, {
             $0.apply(replacement, accessToken: accessToken, refreshToken: refreshToken, idToken: idToken)
         }) else { return nil }
         var homes = [HomeEnvironment(homeAccountID: accessToken.homeAccountID, environment: accessToken.environment)]
@@ -844,17 +849,29 @@ struct InPlaceReplacement {
     /// The stored keys of the refresh token and ID token replaced (`nil` when none is saved).
     let refreshTokenKey: String?
     let idTokenKey: String?
+    /// The stored key of the account entry the save gives unchanged (`nil` when it gives none).
+    let accountKey: String?
+}
+
+/// Whether two optional identifiers are both absent or have the same UTF-8 bytes.
+private func sameBytes(_ a: String?, _ b: String?) -> Bool {
+    switch (a, b) {
+    case (nil, nil): true
+    case (let a?, let b?): a.hasSameUTF8(as: b)
+    default: false
+    }
 }
 
 extension AccessTokenEntry {
     /// Whether the identifiers that file the entry (home account ID, environment, realm, client
-    /// ID, target) are equal, as strings compare (what a replacement in place requires).
+    /// ID, target) have the same bytes (what a replacement in place requires: a canonically
+    /// equivalent identifier in other bytes is written as given, by the planned change).
     func hasSameIdentifiers(as other: AccessTokenEntry) -> Bool {
-        homeAccountID == other.homeAccountID && environment == other.environment && realm == other.realm
-            && clientID == other.clientID && target == other.target
+        sameBytes(homeAccountID, other.homeAccountID) && sameBytes(environment, other.environment) && sameBytes(realm, other.realm)
+            && sameBytes(clientID, other.clientID) && sameBytes(target, other.target)
     }
 
-    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    /// This entry with the identifier strings of `stored`, which have the same bytes as its own.
     func sharingIdentifiers(with stored: AccessTokenEntry) -> AccessTokenEntry {
         AccessTokenEntry(
             homeAccountID: stored.homeAccountID, environment: stored.environment, clientID: stored.clientID, realm: stored.realm,
@@ -865,13 +882,13 @@ extension AccessTokenEntry {
 
 extension RefreshTokenEntry {
     /// Whether the identifiers that file the entry (home account ID, environment, client ID,
-    /// family ID, target) are equal, as strings compare.
+    /// family ID, target) have the same bytes.
     func hasSameIdentifiers(as other: RefreshTokenEntry) -> Bool {
-        homeAccountID == other.homeAccountID && environment == other.environment && clientID == other.clientID
-            && familyID == other.familyID && target == other.target
+        sameBytes(homeAccountID, other.homeAccountID) && sameBytes(environment, other.environment) && sameBytes(clientID, other.clientID)
+            && sameBytes(familyID, other.familyID) && sameBytes(target, other.target)
     }
 
-    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    /// This entry with the identifier strings of `stored`, which have the same bytes as its own.
     func sharingIdentifiers(with stored: RefreshTokenEntry) -> RefreshTokenEntry {
         var shared = self
         shared.homeAccountID = stored.homeAccountID
@@ -885,13 +902,13 @@ extension RefreshTokenEntry {
 
 extension IDTokenEntry {
     /// Whether the identifiers that file the entry (home account ID, environment, client ID,
-    /// realm) are equal, as strings compare.
+    /// realm) have the same bytes.
     func hasSameIdentifiers(as other: IDTokenEntry) -> Bool {
-        homeAccountID == other.homeAccountID && environment == other.environment && clientID == other.clientID
-            && realm == other.realm
+        sameBytes(homeAccountID, other.homeAccountID) && sameBytes(environment, other.environment) && sameBytes(clientID, other.clientID)
+            && sameBytes(realm, other.realm)
     }
 
-    /// This entry with the identifier strings of `stored`, which are equal to its own.
+    /// This entry with the identifier strings of `stored`, which have the same bytes as its own.
     func sharingIdentifiers(with stored: IDTokenEntry) -> IDTokenEntry {
         var shared = self
         shared.homeAccountID = stored.homeAccountID
@@ -981,11 +998,12 @@ struct CacheIndex: Sendable {
 
     /// Where the entries a save replaces in place are (``TokenCache``'s `replaceInPlace`), when
     /// replacing them is all the save would do:
-    /// - the access token's partition holds one token sharing a scope with `scopes` or without
-    ///   scopes, filed under its own key with the same identifiers as `accessToken` (any other such
-    ///   token would be removed);
+    /// - the access token's partition holds a token with the identifiers of `accessToken`, byte for
+    ///   byte, filed under its own key, and no other token that shares a scope with `scopes` or has
+    ///   none (it would be removed);
     /// - the refresh token's client (and family) holds one refresh token, under `refreshToken`'s
-    ///   key, with the same identifiers; the same for the ID token of its account, tenant and client;
+    ///   key, with the same identifiers byte for byte; the same for the ID token of its account,
+    ///   tenant and client;
     /// - `account`, its `account_source` filled from the stored entry's, is stored under its key
     ///   byte for byte, the only entry of its environment and realm; `appMetadata` is stored under
     ///   its key as it is, the only one of its client and environment.
@@ -998,11 +1016,10 @@ struct CacheIndex: Sendable {
         guard let partition = accessTokens[partitionID],
               let position = partition.tokens.firstIndex(where: { $0.entry.hasSameIdentifiers(as: accessToken) }),
               partition.tokens[position].storedKey == nil else { return nil }
-        // The same target has the same scopes, numbered: those of `scopes` that some token holds.
-        let known = partition.tokens[position].scopes
+        let known = scopeTable.knownIDs(of: scopes)
         for index in partition.tokens.indices where index != position {
-            let scopes = partition.tokens[index].scopes
-            if scopes.isEmpty || scopes.intersectsSorted(known) { return nil }
+            let held = partition.tokens[index].scopes
+            if held.isEmpty || held.intersectsSorted(known) { return nil }
         }
 
         var refreshTokenKey: String?
@@ -1026,6 +1043,7 @@ struct CacheIndex: Sendable {
             idTokenKey = key
         }
 
+        var accountKey: String?
         if var account {
             let environment = account.environment.lowercasedIfNeeded(), realm = account.realm.lowercasedIfNeeded()
             var stored: AccountEntry?
@@ -1034,6 +1052,7 @@ struct CacheIndex: Sendable {
                       old.environment.lowercasedIfNeeded() == environment, old.realm.lowercasedIfNeeded() == realm else { continue }
                 guard stored == nil, account.hasKey(key) else { return nil }
                 stored = old
+                accountKey = key
             }
             guard let stored else { return nil }
             if account.accountSource == nil { account.accountSource = stored.accountSource }
@@ -1045,7 +1064,8 @@ struct CacheIndex: Sendable {
                   keys.count == 1, let key = keys.first, metadata.hasKey(key), contents.appMetadata[key] == metadata else { return nil }
         }
         return InPlaceReplacement(
-            partition: partitionID, accessTokenPosition: position, refreshTokenKey: refreshTokenKey, idTokenKey: idTokenKey)
+            partition: partitionID, accessTokenPosition: position, refreshTokenKey: refreshTokenKey, idTokenKey: idTokenKey,
+            accountKey: accountKey)
     }
 
     /// Replaces the entries `replacement` found (``inPlaceReplacement(accessToken:scopes:refreshToken:idToken:account:appMetadata:)``,

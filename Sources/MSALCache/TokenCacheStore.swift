@@ -226,13 +226,19 @@ public final class InMemoryTokenCacheStore: TokenCacheStore {
     /// `loadedAt`, with this store's tables let go of meanwhile (as
     /// ``apply(_:sharingWith:loadedAt:touching:)`` does), then keeps the index's: for a change that
     /// only replaces stored entries by equal-keyed ones, made in place.
+    /// - Parameter writesOverUnreadable: whether the change, planned, would write a key under which
+    ///   the store holds an entry it could not read (an ``TokenCacheContents/unreadableEntries``
+    ///   table, never empty when asked): a planned change forgets those, so this one is not made.
     /// - Returns: the stamps around the change; `nil`, with nothing changed, when the store changed
-    ///   since `loadedAt` (`body` is not run) or `body` returned `false` (it changed nothing).
+    ///   since `loadedAt` or `writesOverUnreadable` holds (`body` is not run then), or `body`
+    ///   returned `false` (it changed nothing).
     func replaceInPlace(
-        sharingWith index: inout CacheIndex, loadedAt stamp: UInt64, _ body: (inout CacheIndex) -> Bool
+        sharingWith index: inout CacheIndex, loadedAt stamp: UInt64,
+        writesOverUnreadable: ([String: [String: JSONValue]]) -> Bool, _ body: (inout CacheIndex) -> Bool
     ) -> AppliedChangeStamps? {
         state.withLock { state in
             guard state.stamp == stamp else { return nil }
+            if !state.contents.unreadableEntries.isEmpty, writesOverUnreadable(state.contents.unreadableEntries) { return nil }
             let unknownSections = state.contents.unknownSections, unreadableEntries = state.contents.unreadableEntries
             state.contents = TokenCacheContents()
             let replaced = body(&index)

@@ -192,4 +192,99 @@ struct InMemorySharingTests {
         #expect(inPlace > 80, "replaced in place \(inPlace) times")
         #expect(planned > 60, "planned \(planned) times")
     }
+
+    /// Saves `accessToken` (with `scopes`), `refreshToken` and `idToken` through a cache over each of
+    /// two in-memory stores holding `contents`, the second behind a ``ForwardingStore`` (always a
+    /// planned change).
+    /// - Returns: both stores' contents after the save, and whether the first save replaced in place.
+    static func saveBoth(
+        _ contents: TokenCacheContents, accessToken: AccessTokenEntry, scopes: ScopeSet? = nil,
+        refreshToken: RefreshTokenEntry? = nil, idToken: IDTokenEntry? = nil
+    ) throws -> (inPlace: TokenCacheContents, planned: TokenCacheContents, replacedInPlace: Bool) {
+        let (shared, separate) = (InMemoryTokenCacheStore(contents: contents), InMemoryTokenCacheStore(contents: contents))
+        let (sharedCache, _, separateCache, _) = Self.caches(shared, separate)
+        var replaced = false
+        for cache in [sharedCache, separateCache] {
+            let outcome = try cache.save(
+                accessToken: accessToken, accessTokenScopes: scopes, refreshToken: refreshToken, idToken: idToken,
+                account: nil, appMetadata: nil)
+            if cache === sharedCache { replaced = outcome.replacedInPlace }
+        }
+        return (try shared.readAll(), try separate.readAll(), replaced)
+    }
+
+    @Test("An identifier equal to the stored one in other bytes (composed or decomposed) is written as given, not replaced in place")
+    func canonicallyEquivalentIdentifiers() throws {
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"  // 15 bytes or fewer: no interned copy to share
+        for (stored, given) in [(decomposed, composed), (composed, decomposed)] {
+            var contents = TokenCacheContents()
+            let oldAccess = Sample.accessToken(realm: stored, target: stored, secret: "AT-0")
+            let oldID = Sample.idToken(realm: stored, secret: "ID-0")
+            contents.insert(.accessToken(oldAccess), storedKey: oldAccess.key)
+            contents.insert(.idToken(oldID), storedKey: oldID.key)
+            let saved = try Self.saveBoth(
+                contents, accessToken: Sample.accessToken(realm: given, target: given, secret: "AT-1"),
+                idToken: Sample.idToken(realm: given, secret: "ID-1"))
+            #expect(!saved.replacedInPlace)
+            #expect(try saved.inPlace.msalJSON() == saved.planned.msalJSON())
+            let token = try #require(saved.inPlace.accessTokens.first?.value)
+            #expect(Array(token.target.utf8) == Array(given.utf8) && Array(token.realm.utf8) == Array(given.utf8))
+            #expect(Array(try #require(saved.inPlace.idTokens.first?.value).realm.utf8) == Array(given.utf8))
+        }
+        // The same bytes are replaced in place.
+        var contents = TokenCacheContents()
+        let old = Sample.accessToken(target: composed, secret: "AT-0")
+        contents.insert(.accessToken(old), storedKey: old.key)
+        let same = try Self.saveBoth(contents, accessToken: Sample.accessToken(target: composed, secret: "AT-1"))
+        #expect(same.replacedInPlace && same.inPlace == same.planned)
+    }
+
+    @Test("An entry the store cannot read under a key the save writes makes it a planned change, which forgets that entry",
+          arguments: [CacheEntryKind.accessToken, .refreshToken, .idToken, .account])
+    func unreadableUnderWrittenKey(kind: CacheEntryKind) throws {
+        var contents = TokenCacheContents()
+        let access = Sample.accessToken(secret: "AT-0"), refresh = Sample.refreshToken(secret: "RT-0"), id = Sample.idToken(secret: "ID-0")
+        let account = Sample.account()
+        contents.insert(.accessToken(access), storedKey: access.key)
+        contents.insert(.refreshToken(refresh), storedKey: refresh.key)
+        contents.insert(.idToken(id), storedKey: id.key)
+        contents.insert(.account(account), storedKey: account.key)
+        let key = switch kind {
+        case .accessToken: access.key
+        case .refreshToken: refresh.key
+        case .idToken: id.key
+        default: account.key
+        }
+        // Contents built in code may hold both under one key (a JSON document cannot); an
+        // unreadable entry under another key does not stand in the way.
+        let unreadable = JSONValue.object(["credential_type": .string("AccessToken_With_AuthScheme")])
+        contents.unreadableEntries[kind.rawValue] = [key: unreadable, "elsewhere": unreadable]
+        let (shared, separate) = (InMemoryTokenCacheStore(contents: contents), InMemoryTokenCacheStore(contents: contents))
+        let (sharedCache, _, separateCache, _) = Self.caches(shared, separate)
+        var replaced: [Bool] = []
+        for step in 1...2 {
+            for cache in [sharedCache, separateCache] {
+                let outcome = try cache.save(
+                    accessToken: Sample.accessToken(secret: "AT-\(step)"), accessTokenScopes: nil, refreshToken: Sample.refreshToken(secret: "RT-\(step)"),
+                    idToken: Sample.idToken(secret: "ID-\(step)"), account: account, appMetadata: nil)
+                if cache === sharedCache { replaced.append(outcome.replacedInPlace) }
+            }
+            #expect(try shared.readAll() == separate.readAll(), "\(kind) step \(step)")
+        }
+        #expect(replaced == [false, true], "\(kind)")
+        let final = try shared.readAll()
+        #expect(final.unreadableEntries[kind.rawValue]?[key] == nil && final.unreadableEntries[kind.rawValue]?["elsewhere"] != nil)
+    }
+
+    @Test("The scopes given for the access token decide which other tokens it replaces, as in the planned change")
+    func givenScopesDecide() throws {
+        var contents = TokenCacheContents()
+        let a = Sample.accessToken(target: "A", secret: "AT-a"), b = Sample.accessToken(target: "B", secret: "AT-b")
+        contents.insert(.accessToken(a), storedKey: a.key)
+        contents.insert(.accessToken(b), storedKey: b.key)
+        let wider = try Self.saveBoth(contents, accessToken: Sample.accessToken(target: "A", secret: "AT-a2"), scopes: ["A", "B"])
+        #expect(!wider.replacedInPlace && wider.inPlace == wider.planned && wider.inPlace.accessTokens.count == 1)
+        let own = try Self.saveBoth(contents, accessToken: Sample.accessToken(target: "A", secret: "AT-a2"), scopes: ["A"])
+        #expect(own.replacedInPlace && own.inPlace == own.planned && own.inPlace.accessTokens.count == 2)
+    }
 }
