@@ -157,6 +157,17 @@ extension AppMetadataEntry {
     }
 }
 
+/// Whether two optional strings are both absent or have the same UTF-8 bytes
+/// (``Swift/String/hasSameUTF8(as:)``): how entries' identifiers and fields are compared where
+/// canonically equivalent strings in other bytes must count as different.
+func sameBytes(_ a: String?, _ b: String?) -> Bool {
+    switch (a, b) {
+    case (nil, nil): true
+    case (let a?, let b?): a.hasSameUTF8(as: b)
+    default: false
+    }
+}
+
 /// Writes `part` ASCII-lowercased into `buffer` at `position` (preceded by `-` unless it is the
 /// `first` part), from its contiguous bytes, and moves `position` past it.
 /// - Returns: `false` at the first non-ASCII byte (the caller then lowercases the whole key in full).
@@ -581,18 +592,11 @@ public struct AccountEntry: Sendable, Hashable {
     /// strings equal, as `String` does) and neither has additional fields: what a value assembled
     /// from one entry may be kept for the other by.
     func hasSameUTF8(as other: AccountEntry) -> Bool {
-        func same(_ a: String?, _ b: String?) -> Bool {
-            switch (a, b) {
-            case (nil, nil): true
-            case (let a?, let b?): a.hasSameUTF8(as: b)
-            default: false
-            }
-        }
-        return additionalFields.isEmpty && other.additionalFields.isEmpty
-            && same(homeAccountID, other.homeAccountID) && same(environment, other.environment) && same(realm, other.realm)
-            && same(localAccountID, other.localAccountID) && same(username, other.username)
-            && same(authorityType, other.authorityType) && same(accountSource, other.accountSource) && same(name, other.name)
-            && same(givenName, other.givenName) && same(familyName, other.familyName)
+        additionalFields.isEmpty && other.additionalFields.isEmpty
+            && sameBytes(homeAccountID, other.homeAccountID) && sameBytes(environment, other.environment) && sameBytes(realm, other.realm)
+            && sameBytes(localAccountID, other.localAccountID) && sameBytes(username, other.username)
+            && sameBytes(authorityType, other.authorityType) && sameBytes(accountSource, other.accountSource) && sameBytes(name, other.name)
+            && sameBytes(givenName, other.givenName) && sameBytes(familyName, other.familyName)
     }
 }
 

@@ -507,7 +507,6 @@ public final class TokenCache: Sendable {
         appMetadata: AppMetadataEntry?
     ) throws(MSALError) -> SaveOutcome {
         try withState { state throws(MSALError) -> SaveOutcome in
-            let before = state.revision
             if let inMemoryStore, let accessToken,
                let outcome = replaceInPlace(
                    accessToken: accessToken, scopes: accessTokenScopes ?? accessToken.scopes, refreshToken: refreshToken,
@@ -518,6 +517,7 @@ public final class TokenCache: Sendable {
             // the change is applied to the index in place: alive then, it would make the index
             // copy every table the change touches (the whole cache, on every refresh).
             let change: TokenCacheChange
+            let before = state.revision
             var accountUnchanged = account == nil
             do {
                 guard let index = state.index else { return SaveOutcome(revisions: nil, accountUnchanged: false, replacedInPlace: false) }
@@ -853,15 +853,6 @@ struct InPlaceReplacement {
     let accountKey: String?
 }
 
-/// Whether two optional identifiers are both absent or have the same UTF-8 bytes.
-private func sameBytes(_ a: String?, _ b: String?) -> Bool {
-    switch (a, b) {
-    case (nil, nil): true
-    case (let a?, let b?): a.hasSameUTF8(as: b)
-    default: false
-    }
-}
-
 extension AccessTokenEntry {
     /// Whether the identifiers that file the entry (home account ID, environment, realm, client
     /// ID, target) have the same bytes (what a replacement in place requires: a canonically
@@ -1071,14 +1062,12 @@ struct CacheIndex: Sendable {
     /// Replaces the entries `replacement` found (``inPlaceReplacement(accessToken:scopes:refreshToken:idToken:account:appMetadata:)``,
     /// on this index unchanged since) by the new tokens, each with the identifier strings of the
     /// entry it replaces (equal to its own: as the store's interner would share them).
-    /// - Returns: `false`, having changed nothing, when the access token is not where it was found.
+    /// - Returns: `false`, having changed nothing, when the access token is not filed where it was found.
     mutating func apply(
         _ replacement: InPlaceReplacement, accessToken: AccessTokenEntry, refreshToken: RefreshTokenEntry?, idToken: IDTokenEntry?
     ) -> Bool {
         guard let tokens = accessTokens[replacement.partition]?.tokens, replacement.accessTokenPosition < tokens.count else { return false }
-        let old = tokens[replacement.accessTokenPosition].entry
-        guard old.hasSameIdentifiers(as: accessToken) else { return false }
-        let new = accessToken.sharingIdentifiers(with: old)
+        let new = accessToken.sharingIdentifiers(with: tokens[replacement.accessTokenPosition].entry)
         guard contents.accessTokens.replaceValue(ownKeyOf: new, { _ in new }) != nil else { return false }
         accessTokens[replacement.partition]!.replaceToken(at: replacement.accessTokenPosition, by: new)
         if let refreshToken, let key = replacement.refreshTokenKey, let slot = contents.refreshTokens.index(forKey: key) {
@@ -1629,8 +1618,7 @@ struct AccessTokenPartition: Sendable {
     /// Replaces the entry `old`, stored under `key`, by `new` (same scopes), with its expiry.
     mutating func replace(_ old: AccessTokenEntry, by new: AccessTokenEntry, storedKey key: String) {
         guard let position = position(ofKey: key, entry: old) else { return }
-        let token = tokens[position]
-        tokens[position] = Token(storedKey: token.storedKey, scopes: token.scopes, mask: token.mask, expiresOn: new.expiresOn, entry: new)
+        replaceToken(at: position, by: new)
     }
 
     /// Replaces the entry of the token at `position` by `new` (same stored key and scopes), with its expiry.
