@@ -95,65 +95,58 @@ func compareKey(_ stored: String, partCount: Int, part: (Int) -> String) -> Bool
     }
 }
 
+/// ``compareKey(_:partCount:part:)`` with the key ``credentialKey(homeAccountID:environment:credentialType:clientOrFamilyID:realm:target:)``
+/// builds from the same parts.
+func compareCredentialKey(
+    _ stored: String, homeAccountID: String, environment: String, credentialType: String,
+    clientOrFamilyID: String, realm: String, target: String
+) -> Bool? {
+    compareKey(stored, partCount: 6) { index in
+        switch index {
+        case 0: homeAccountID
+        case 1: environment
+        case 2: credentialType
+        case 3: clientOrFamilyID
+        case 4: realm
+        default: target
+        }
+    }
+}
+
+/// ``compareKey(_:partCount:part:)`` with the key ``lowercasedKey(_:_:_:)`` builds from the same parts.
+func compareLowercasedKey(_ stored: String, _ first: String, _ second: String, _ third: String) -> Bool? {
+    compareKey(stored, partCount: 3) { index in index == 0 ? first : index == 1 ? second : third }
+}
+
 extension RefreshTokenEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        let answer = compareKey(stored, partCount: 6) { index in
-            switch index {
-            case 0: homeAccountID
-            case 1: environment
-            case 2: "refreshtoken"
-            case 3: familyID ?? clientID
-            case 4: ""
-            default: target ?? ""
-            }
-        }
-        return answer ?? (stored == key)
+        compareCredentialKey(
+            stored, homeAccountID: homeAccountID, environment: environment, credentialType: "refreshtoken",
+            clientOrFamilyID: familyID ?? clientID, realm: "", target: target ?? "") ?? (stored == key)
     }
 }
 
 extension IDTokenEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        let answer = compareKey(stored, partCount: 6) { index in
-            switch index {
-            case 0: homeAccountID
-            case 1: environment
-            case 2: "idtoken"
-            case 3: clientID
-            case 4: realm
-            default: ""
-            }
-        }
-        return answer ?? (stored == key)
+        compareCredentialKey(
+            stored, homeAccountID: homeAccountID, environment: environment, credentialType: "idtoken",
+            clientOrFamilyID: clientID, realm: realm, target: "") ?? (stored == key)
     }
 }
 
 extension AccountEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        let answer = compareKey(stored, partCount: 3) { index in
-            switch index {
-            case 0: homeAccountID
-            case 1: environment
-            default: realm
-            }
-        }
-        return answer ?? (stored == key)
+        compareLowercasedKey(stored, homeAccountID, environment, realm) ?? (stored == key)
     }
 }
 
 extension AppMetadataEntry {
     /// Whether `stored` is this entry's ``key`` (as strings compare), without building it while ASCII.
     func hasKey(_ stored: String) -> Bool {
-        let answer = compareKey(stored, partCount: 3) { index in
-            switch index {
-            case 0: "appmetadata"
-            case 1: environment
-            default: clientID
-            }
-        }
-        return answer ?? (stored == key)
+        compareLowercasedKey(stored, "appmetadata", environment, clientID) ?? (stored == key)
     }
 }
 
