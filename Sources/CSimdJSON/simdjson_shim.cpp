@@ -74,6 +74,7 @@ bool append(simdjson::dom::element element, size_t depth) {
             count += 1;
         }
         values[position].count = count;
+        values[position].length = values.size() - position - 1;
         return true;
     }
     case simdjson::dom::element_type::OBJECT: {
@@ -93,6 +94,7 @@ bool append(simdjson::dom::element element, size_t depth) {
             count += 1;
         }
         values[position].count = count;
+        values[position].length = values.size() - position - 1;
         return true;
     }
     }

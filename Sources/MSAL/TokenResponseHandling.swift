@@ -153,7 +153,7 @@ extension PublicClientApplication {
                 // nil for a refresh: the save keeps the cached entry's (how the account signed in).
                 accountSource: context.accountSource,
                 name: claims.name,
-                givenName: claims.all["given_name"]?.stringValue, familyName: claims.all["family_name"]?.stringValue)
+                givenName: claims.givenName, familyName: claims.familyName)
         } else if try cache.accountEntries(homeAccountID: homeAccountID, environment: environment).isEmpty {
             accountEntry = AccountEntry(
                 homeAccountID: homeAccountID, environment: environment, realm: realm,

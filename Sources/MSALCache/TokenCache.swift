@@ -351,14 +351,27 @@ public final class TokenCache: Sendable {
     /// - Returns: the kept or the new value.
     /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read; what `build`
     ///   throws (nothing is kept then).
+    ///
+    /// Inlined into the caller, so the box's type is known where it is cast (generic code here
+    /// would look the box's type up in the runtime's metadata tables on every call).
+    @inlinable
     public func derivedValue<Value: Sendable>(
         for key: DerivedValueKey, checkingStore: Bool = true, _ build: () throws(MSALError) -> Value
     ) throws(MSALError) -> Value {
-        let (kept, revision) = try withState(checkingStore: checkingStore) { state in (state.derived[key], state.revision) }
+        let (kept, revision) = try derivedObject(for: key, checkingStore: checkingStore)
         if let box = kept as? DerivedValueBox<Value> { return box.value }
         let value = try build()
-        keepDerivedValue(value, for: key, revision: revision)
+        keepDerivedObject(DerivedValueBox(value), for: key, revision: revision)
         return value
+    }
+
+    /// The object kept for `key` (by ``keepDerivedObject(_:for:revision:)``), if any, and the
+    /// current revision, the store checked first unless `checkingStore` is `false`: the untyped core
+    /// of ``derivedValue(for:checkingStore:_:)``.
+    /// - Throws: ``MSALError`` `.internal(.cacheError)` when the store cannot be read.
+    @usableFromInline
+    package func derivedObject(for key: DerivedValueKey, checkingStore: Bool) throws(MSALError) -> (object: (any AnyObject & Sendable)?, revision: UInt64) {
+        try withState(checkingStore: checkingStore) { state in (state.derived[key], state.revision) }
     }
 
     /// A number that changes whenever what this cache holds changes: on every load, on every save
@@ -384,13 +397,27 @@ public final class TokenCache: Sendable {
     /// - Returns: the value, with the current ``revision()`` (at which it still holds); `nil` when
     ///   none of type `Value` is kept for `key`, or the home's entries changed since (a load of
     ///   the store counts as a change of every home).
+    @inlinable
     package func keptHomeDerivedValue<Value: Sendable>(
         for key: DerivedValueKey, homeAccountID: String, environment: String, as type: Value.Type = Value.self
     ) -> (value: Value, revision: UInt64)? {
+        guard let (object, revision) = keptHomeDerivedObject(for: key, homeAccountID: homeAccountID, environment: environment),
+              let box = object as? DerivedValueBox<Value> else { return nil }
+        return (box.value, revision)
+    }
+
+    /// The object kept for `key` and the home account (by
+    /// ``keepHomeDerivedObject(_:for:homeAccountID:environment:revision:)``) with the current
+    /// revision, while no change touched the home's entries: the untyped core of
+    /// ``keptHomeDerivedValue(for:homeAccountID:environment:as:)``.
+    @usableFromInline
+    package func keptHomeDerivedObject(
+        for key: DerivedValueKey, homeAccountID: String, environment: String
+    ) -> (object: any AnyObject & Sendable, revision: UInt64)? {
         let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
         return state.withLock { state in
-            guard state.index != nil, let box = state.homeDerived[home]?[key] as? DerivedValueBox<Value> else { return nil }
-            return (box.value, state.revision)
+            guard state.index != nil, let object = state.homeDerived[home]?[key] else { return nil }
+            return (object, state.revision)
         }
     }
 
@@ -404,10 +431,20 @@ public final class TokenCache: Sendable {
     ///   - homeAccountID: the home account whose entries `value` comes from (compared without case).
     ///   - environment: their environment (compared without case).
     ///   - revision: the revision `value` describes.
+    @inlinable
     package func keepHomeDerivedValue<Value: Sendable>(
         _ value: Value, for key: DerivedValueKey, homeAccountID: String, environment: String, revision: UInt64
     ) {
-        let box = DerivedValueBox(value)  // allocated before the lock
+        // Boxed before the lock.
+        keepHomeDerivedObject(DerivedValueBox(value), for: key, homeAccountID: homeAccountID, environment: environment, revision: revision)
+    }
+
+    /// Keeps `box` as ``keepHomeDerivedValue(_:for:homeAccountID:environment:revision:)`` keeps a
+    /// value: its untyped core.
+    @usableFromInline
+    package func keepHomeDerivedObject(
+        _ box: any AnyObject & Sendable, for key: DerivedValueKey, homeAccountID: String, environment: String, revision: UInt64
+    ) {
         let home = HomeEnvironment(homeAccountID: homeAccountID, environment: environment)
         state.withLock { state in
             guard state.revision == revision, state.index != nil else { return }
@@ -424,8 +461,14 @@ public final class TokenCache: Sendable {
     ///   - value: the value `derivedValue` would build at `revision`.
     ///   - key: names the value.
     ///   - revision: the revision `value` describes.
+    @inlinable
     package func keepDerivedValue<Value: Sendable>(_ value: Value, for key: DerivedValueKey, revision: UInt64) {
-        let box = DerivedValueBox(value)  // allocated before the lock
+        keepDerivedObject(DerivedValueBox(value), for: key, revision: revision)  // boxed before the lock
+    }
+
+    /// Keeps `box` as ``keepDerivedValue(_:for:revision:)`` keeps a value: its untyped core.
+    @usableFromInline
+    package func keepDerivedObject(_ box: any AnyObject & Sendable, for key: DerivedValueKey, revision: UInt64) {
         state.withLock { state in
             guard state.revision == revision, state.index != nil else { return }
             if state.derived.count >= Self.derivedValueLimit { state.derived.removeAll() }
@@ -795,10 +838,11 @@ public struct DerivedValueKey: Hashable, Sendable {
 }
 
 /// A derived value in a class, so it is told apart by a class cast (cheaper than casting an existential).
-private final class DerivedValueBox<Value: Sendable>: Sendable {
-    let value: Value
+@usableFromInline
+package final class DerivedValueBox<Value: Sendable>: Sendable {
+    @usableFromInline let value: Value
 
-    init(_ value: Value) { self.value = value }
+    @usableFromInline init(_ value: Value) { self.value = value }
 }
 
 // MARK: - Index

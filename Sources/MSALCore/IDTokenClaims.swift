@@ -1,4 +1,5 @@
 public import Foundation
+internal import Synchronization
 
 /// The claims of an OpenID Connect ID token (OpenID Connect Core §2), decoded from the JWT payload.
 ///
@@ -6,33 +7,73 @@ public import Foundation
 /// came straight from the token endpoint over TLS (OpenID Connect Core §3.1.3.7, item 6). It does
 /// validate `iss`, `aud`, `exp` and `nonce` (``validate(issuer:clientID:nonce:now:allowedClockSkew:)``).
 public struct IDTokenClaims: Sendable, Hashable {
+    /// The claims this type reads, taken from the payload in one pass over simdjson's values: most
+    /// ID tokens are read for these alone (every refresh validates one), so the dictionary of
+    /// every claim (``all``) is built only when first asked for.
+    private struct Modeled: Sendable {
+        var issuer: String?, subject: String?, audience: JSONValue?, expiry: Double?, issuedAt: Double?
+        var nonce: String?, objectID: String?, tenantID: String?
+        var preferredUsername: String?, upn: String?, email: String?, name: String?, givenName: String?, familyName: String?
+
+        /// Takes the member if this type models it; a later member of the same name overwrites an
+        /// earlier one, as in the dictionary of every claim.
+        mutating func read(_ name: JSONMemberName, _ value: JSONMemberValue) {
+            if name == "iss" { issuer = value.stringValue }
+            else if name == "sub" { subject = value.stringValue }
+            else if name == "aud" { audience = value.value }
+            else if name == "exp" { expiry = value.doubleValue }
+            else if name == "iat" { issuedAt = value.doubleValue }
+            else if name == "nonce" { nonce = value.stringValue }
+            else if name == "oid" { objectID = value.stringValue }
+            else if name == "tid" { tenantID = value.stringValue }
+            else if name == "preferred_username" { preferredUsername = value.stringValue }
+            else if name == "upn" { upn = value.stringValue }
+            else if name == "email" { email = value.stringValue }
+            else if name == "name" { self.name = value.stringValue }
+            else if name == "given_name" { givenName = value.stringValue }
+            else if name == "family_name" { familyName = value.stringValue }
+        }
+    }
+
     /// The claims and the JWT, in one shared object: every cache hit's result carries the claims,
     /// and copying one reference costs less than copying two.
     private final class Storage: Sendable {
-        let all: [String: JSONValue]
+        let modeled: Modeled
         let rawValue: String
+        /// The JWT's payload (base64url), decoded again for ``all``.
+        let payload: Substring
+        /// Every claim, once asked for.
+        let all = Mutex<[String: JSONValue]?>(nil)
 
-        init(all: [String: JSONValue], rawValue: String) {
-            self.all = all
+        init(modeled: Modeled, rawValue: String, payload: Substring) {
+            self.modeled = modeled
             self.rawValue = rawValue
+            self.payload = payload
         }
     }
 
     private let storage: Storage
 
-    /// Every claim of the payload.
-    public var all: [String: JSONValue] { storage.all }
+    /// Every claim of the payload (decoded on the first read, then kept).
+    public var all: [String: JSONValue] {
+        storage.all.withLock { all in
+            if let all { return all }
+            // The payload decoded when the claims were made, so it decodes again to an object.
+            let object = Base64URL.decode(storage.payload).flatMap { JSONValue(parsing: $0)?.objectValue } ?? [:]
+            all = object
+            return object
+        }
+    }
     /// The raw JWT (a secret-like value: never log it).
     public var rawValue: String { storage.rawValue }
 
-    /// Whether the claims and the JWT are equal.
+    /// Whether the JWTs are equal (the claims are decoded from the JWT, so they are then equal too).
     public static func == (lhs: IDTokenClaims, rhs: IDTokenClaims) -> Bool {
-        lhs.storage === rhs.storage || (lhs.rawValue == rhs.rawValue && lhs.all == rhs.all)
+        lhs.storage === rhs.storage || lhs.rawValue == rhs.rawValue
     }
 
-    /// Hashes the claims and the JWT.
+    /// Hashes the JWT (which determines the claims).
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(all)
         hasher.combine(rawValue)
     }
 
@@ -42,53 +83,60 @@ public struct IDTokenClaims: Sendable, Hashable {
     public init(jwt: String) throws(MSALError) {
         // The dots, found in the bytes in one pass (the token is 1-2 KB).
         var token = jwt
-        let payload = token.withUTF8 { bytes -> String? in
+        let bounds = token.withUTF8 { bytes -> (Int, Int)? in
             var dots = 0, first = 0, second = 0
             for index in bytes.indices where bytes[index] == UInt8(ascii: ".") {
                 dots += 1
                 if dots == 1 { first = index } else if dots == 2 { second = index }
             }
             guard dots == 2 || dots == 4 else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[(first + 1)..<second]), as: UTF8.self)
+            return (first + 1, second)
         }
-        guard let payload else {
+        guard let bounds else {
             throw .internal(.invalidIDToken, "The ID token is not a compact JWT (expected three dot-separated parts).")
         }
+        let utf8 = jwt.utf8
+        let payload = jwt[utf8.index(utf8.startIndex, offsetBy: bounds.0)..<utf8.index(utf8.startIndex, offsetBy: bounds.1)]
+        var modeled = Modeled()
         guard let data = Base64URL.decode(payload),
-              case .object(let object)? = JSONValue(parsing: data)
+              JSONValue.forEachMember(ofObjectIn: data, { modeled.read($0, $1) })
         else {
             throw .internal(.invalidIDToken, "The ID token's payload is not base64url-encoded JSON.")
         }
-        storage = Storage(all: object, rawValue: jwt)
+        storage = Storage(modeled: modeled, rawValue: jwt, payload: payload)
     }
 
     /// `iss`: the issuer identifier.
-    public var issuer: String? { all["iss"]?.stringValue }
+    public var issuer: String? { storage.modeled.issuer }
     /// `sub`: the subject, unique per issuer.
-    public var subject: String? { all["sub"]?.stringValue }
+    public var subject: String? { storage.modeled.subject }
     /// `aud`: the audiences (a string or an array in the JWT; always an array here).
     public var audiences: [String] {
-        if let single = all["aud"]?.stringValue { return [single] }
-        return all["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        if let single = storage.modeled.audience?.stringValue { return [single] }
+        return storage.modeled.audience?.arrayValue?.compactMap(\.stringValue) ?? []
     }
     /// `exp`: the expiry instant (UTC).
-    public var expiresOn: Date? { all["exp"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+    public var expiresOn: Date? { storage.modeled.expiry.map(Date.init(timeIntervalSince1970:)) }
     /// `iat`: the issue instant (UTC).
-    public var issuedAt: Date? { all["iat"]?.doubleValue.map(Date.init(timeIntervalSince1970:)) }
+    public var issuedAt: Date? { storage.modeled.issuedAt.map(Date.init(timeIntervalSince1970:)) }
     /// `nonce`: the value the client sent in the authorization request.
-    public var nonce: String? { all["nonce"]?.stringValue }
+    public var nonce: String? { storage.modeled.nonce }
     /// `oid`: Entra ID's object ID of the user in this tenant.
-    public var objectID: String? { all["oid"]?.stringValue }
+    public var objectID: String? { storage.modeled.objectID }
     /// `tid`: Entra ID's tenant ID.
-    public var tenantID: String? { all["tid"]?.stringValue }
+    public var tenantID: String? { storage.modeled.tenantID }
     /// `preferred_username`, else `upn`, else `email`: the username shown to people.
     public var preferredUsername: String? {
-        all["preferred_username"]?.stringValue ?? all["upn"]?.stringValue ?? all["email"]?.stringValue
+        storage.modeled.preferredUsername ?? storage.modeled.upn ?? storage.modeled.email
     }
     /// `name`: the display name.
-    public var name: String? { all["name"]?.stringValue }
+    public var name: String? { storage.modeled.name }
+    /// `given_name`: the given (first) name (OpenID Connect Core §5.1).
+    public var givenName: String? { storage.modeled.givenName }
+    /// `family_name`: the surname (OpenID Connect Core §5.1).
+    public var familyName: String? { storage.modeled.familyName }
     /// `email`.
-    public var email: String? { all["email"]?.stringValue }
+    public var email: String? { storage.modeled.email }
 
     /// Validates the claims a public client must check (OpenID Connect Core §3.1.3.7 items 2, 3, 9, 11).
     ///

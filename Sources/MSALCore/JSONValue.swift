@@ -83,7 +83,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     /// The value at `position` of a document parsed by `msal_json_parse` (with its elements or
     /// members, which follow it); `position` moves past them.
-    private init(parsed values: UnsafePointer<msal_json_value>, at position: inout Int) {
+    init(parsed values: UnsafePointer<msal_json_value>, at position: inout Int) {
         let value = values[position]
         position += 1
         switch value.kind {
@@ -97,8 +97,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
             for _ in 0..<value.count { elements.append(JSONValue(parsed: values, at: &position)) }
             self = .array(elements)
         case Int32(MSAL_JSON_OBJECT):
-            var members: [String: JSONValue] = [:]
-            members.reserveCapacity(Int(value.count))
+            // Not `reserveCapacity`, whose unspecialized body looks the storage's type up at runtime.
+            var members = [String: JSONValue](minimumCapacity: Int(value.count))
             for _ in 0..<value.count {
                 let key = Self.string(values[position])
                 position += 1
@@ -110,7 +110,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// A parsed string's bytes (valid UTF-8: simdjson validates the text) as a `String`.
-    private static func string(_ value: msal_json_value) -> String {
+    static func string(_ value: msal_json_value) -> String {
         String(decoding: UnsafeRawBufferPointer(start: value.bytes, count: value.length), as: UTF8.self)
     }
 
@@ -124,8 +124,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         } else if dynamicType is NSNumber.Type, let number = object as? NSNumber {
             self = Self(number: number)
         } else if let dictionary = object as? [String: Any] {
-            var values: [String: JSONValue] = [:]
-            values.reserveCapacity(dictionary.count)
+            var values = [String: JSONValue](minimumCapacity: dictionary.count)
             for (key, element) in dictionary {
                 guard let value = JSONValue(foundationObject: element) else { return nil }
                 values[key] = value
@@ -177,20 +176,27 @@ public enum JSONValue: Sendable, Hashable, Codable {
 public enum Base64URL {
     /// Decodes base64url with or without padding.
     /// - Returns: the bytes, or `nil` when the input is not base64url.
-    public static func decode(_ string: String) -> Data? {
-        // Byte by byte: '-' and '_' become '+' and '/', then the padding goes back on.
-        var bytes = Array(string.utf8)
-        let remainder = bytes.count % 4
+    public static func decode(_ string: some StringProtocol) -> Data? {
+        if let decoded = string.utf8.withContiguousStorageIfAvailable({ decode(UnsafeRawBufferPointer($0)) }) {
+            return decoded
+        }
+        return Array(string.utf8).withUnsafeBytes { decode($0) }
+    }
+
+    /// Decodes base64url bytes: in one pass into one buffer, '-' and '_' become '+' and '/' and the
+    /// padding goes back on; Foundation then decodes standard base64 (RFC 4648 §4).
+    private static func decode(_ encoded: UnsafeRawBufferPointer) -> Data? {
+        let count = encoded.count
+        let remainder = count % 4
         if remainder == 1 { return nil }
-        for index in bytes.indices {
-            switch bytes[index] {
-            case UInt8(ascii: "-"): bytes[index] = UInt8(ascii: "+")
-            case UInt8(ascii: "_"): bytes[index] = UInt8(ascii: "/")
-            default: break
+        var standard = Data(repeating: UInt8(ascii: "="), count: remainder == 0 ? count : count + 4 - remainder)
+        standard.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
+            for index in 0..<count {
+                let byte = encoded[index]
+                buffer[index] = byte == UInt8(ascii: "-") ? UInt8(ascii: "+") : byte == UInt8(ascii: "_") ? UInt8(ascii: "/") : byte
             }
         }
-        if remainder > 0 { bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 4 - remainder)) }
-        return Data(base64Encoded: Data(bytes))
+        return Data(base64Encoded: standard)
     }
 
     /// Encodes bytes as base64url without padding.

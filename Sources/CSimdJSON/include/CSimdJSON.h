@@ -29,7 +29,8 @@ typedef struct msal_json_value {
     uint32_t count;
     /// A string's UTF-8 bytes, unescaped (not NUL-terminated; may contain NUL).
     const char *bytes;
-    /// The number of bytes at `bytes`.
+    /// The number of bytes at `bytes`; for an array or object, the number of values that follow
+    /// it and belong to it (its elements or members, with theirs), so a reader can step over it.
     size_t length;
     /// A number's value (an integer beyond 2^53 is rounded, as a double).
     double number;
