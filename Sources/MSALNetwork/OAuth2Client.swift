@@ -139,7 +139,13 @@ public struct OAuth2Client: Sendable {
     }
 
     private func token(_ endpoint: URL, _ parameters: [String: String], _ correlationID: String) async throws(MSALError) -> TokenResponse {
-        let (object, response) = try await post(endpoint, parameters, "token endpoint", correlationID)
+        let name = "token endpoint"
+        let response = try await send(endpoint, parameters, name, correlationID)
+        // The usual answer, read member by member; anything else through the dictionary, which
+        // throws what an error answer means.
+        if let tokens = TokenResponse(readingSuccess: response, requestCorrelationID: correlationID) { return tokens }
+        let object = try ServerResponse.jsonObject(
+            response, endpoint: name, host: Self.host(of: endpoint), requestCorrelationID: correlationID, now: clock.now())
         let correlation = ServerResponse.correlationID(object, response, requestCorrelationID: correlationID)
         return try TokenResponse(json: object, host: Self.host(of: endpoint), status: response.statusCode, correlationID: correlation)
     }
@@ -150,6 +156,19 @@ public struct OAuth2Client: Sendable {
         _ name: String,
         _ correlationID: String
     ) async throws(MSALError) -> ([String: JSONValue], HTTPResponse) {
+        let response = try await send(endpoint, parameters, name, correlationID)
+        let object = try ServerResponse.jsonObject(
+            response, endpoint: name, host: Self.host(of: endpoint), requestCorrelationID: correlationID, now: clock.now())
+        return (object, response)
+    }
+
+    /// Posts the form and returns the answer, whatever its status.
+    private func send(
+        _ endpoint: URL,
+        _ parameters: [String: String],
+        _ name: String,
+        _ correlationID: String
+    ) async throws(MSALError) -> HTTPResponse {
         // Read only for a message (a URL's host costs more than the rest of building the request).
         func host() -> String { Self.host(of: endpoint) }
         let request = HTTPRequest.formPost(url: endpoint, parameters: parameters, headers: Self.standardHeaders(correlationID: correlationID))
@@ -163,9 +182,7 @@ public struct OAuth2Client: Sendable {
             throw error
         }
         logger.debug("\(name) \(host()) answered HTTP \(response.statusCode) in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
-        let object = try ServerResponse.jsonObject(
-            response, endpoint: name, host: host(), requestCorrelationID: correlationID, now: clock.now())
-        return (object, response)
+        return response
     }
 
     /// The endpoint's host, or the whole URL when it has none: how messages name it.

@@ -84,10 +84,63 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
             idToken: object.string("id_token"),
             scope: object["scope"]?.stringValue,
             clientInfo: object.string("client_info"),
-            familyID: object.string("foci") ?? object["foci"]?.doubleValue.map { String(Int($0)) },
+            familyID: Self.familyID(object["foci"]),
             correlationID: correlationID,
             additionalFields: Self.additionalFields(of: object)
         )
+    }
+
+    /// Reads the body of a 2xx answer member by member (``JSONValue/forEachMember(ofObjectIn:_:)``),
+    /// without the dictionary of ``init(json:host:status:correlationID:)``, to the same response.
+    ///
+    /// - Parameters:
+    ///   - response: the answer; its status must be 2xx.
+    ///   - requestCorrelationID: the `client-request-id` that was sent (the last fallback for
+    ///     ``correlationID``, after the body's `correlation_id` and the response header).
+    /// - Returns: `nil` for an answer ``ServerResponse/jsonObject(_:endpoint:host:requestCorrelationID:now:)``
+    ///   would reject or that lacks `access_token` (an HTML page, a body that is not a JSON object,
+    ///   a non-empty `error`): the caller reads those through it, which throws the error they mean.
+    init?(readingSuccess response: HTTPResponse, requestCorrelationID: String?) {
+        guard response.isSuccess, !(response.header("content-type")?.lowercased().containsBytes(of: "text/html") ?? false) else { return nil }
+        var accessToken: String?, tokenType: String?, refreshToken: String?, idToken: String?, clientInfo: String?
+        var expiresIn: TimeInterval?, extendedExpiresIn: TimeInterval?, refreshIn: TimeInterval?
+        var scope: String?, foci: JSONValue?, bodyCorrelationID: String?, oauthError: String?
+        var additional: [String: JSONValue] = [:]
+        func nonEmpty(_ value: JSONMemberValue) -> String? { value.stringValue.flatMap { $0.isEmpty ? nil : $0 } }
+        func seconds(_ value: JSONMemberValue) -> TimeInterval? { value.doubleValue.flatMap { $0.isFinite ? $0 : nil } }
+        // Each member overwrites an earlier one of the same name, as in the parsed dictionary.
+        let isObject = JSONValue.forEachMember(ofObjectIn: response.body) { name, value in
+            if name == "access_token" { accessToken = nonEmpty(value) }
+            else if name == "token_type" { tokenType = nonEmpty(value) }
+            else if name == "expires_in" { expiresIn = seconds(value) }
+            else if name == "ext_expires_in" { extendedExpiresIn = seconds(value) }
+            else if name == "refresh_in" { refreshIn = seconds(value) }
+            else if name == "refresh_token" { refreshToken = nonEmpty(value) }
+            else if name == "id_token" { idToken = nonEmpty(value) }
+            else if name == "scope" { scope = value.stringValue }
+            else if name == "client_info" { clientInfo = nonEmpty(value) }
+            else if name == "foci" { foci = value.value }
+            else if name == "correlation_id" { bodyCorrelationID = value.stringValue }
+            else {
+                if name == "error" { oauthError = nonEmpty(value) }
+                additional[name.string] = value.value
+            }
+        }
+        guard isObject, oauthError == nil, let accessToken else { return nil }
+        self.init(
+            accessToken: accessToken, tokenType: tokenType ?? "Bearer", expiresIn: expiresIn,
+            extendedExpiresIn: extendedExpiresIn, refreshIn: refreshIn, refreshToken: refreshToken, idToken: idToken,
+            scope: scope, clientInfo: clientInfo, familyID: Self.familyID(foci),
+            correlationID: bodyCorrelationID
+                ?? response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 } ?? requestCorrelationID,
+            additionalFields: additional)
+    }
+
+    /// `foci` as sent: a non-empty string, or a whole number in range written as one (`1` is `"1"`).
+    static func familyID(_ value: JSONValue?) -> String? {
+        if let string = value?.stringValue { return string.isEmpty ? nil : string }
+        guard let number = value?.doubleValue, let whole = Int(exactly: number.rounded(.towardZero)) else { return nil }
+        return String(whole)
     }
 
     /// The fields of `object` that this type does not model; an empty dictionary (no allocation)
