@@ -62,7 +62,7 @@ let package = Package(
             name: "msal-cache-worker",
             dependencies: ["MSALCore", "MSALCache", "MSALCacheSQLite", "MSALCacheEncryptedFile", "MSALCacheKeyring", "CSQLite"]
         ),
-        .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore"]),
+        .testTarget(name: "MSALCoreTests", dependencies: ["MSALCore", "MSALTestSupport"]),
         .testTarget(name: "MSALNetworkTests", dependencies: ["MSALNetwork", "MSALTestSupport"]),
         .testTarget(
             name: "MSALCacheTests",

@@ -1,28 +1,17 @@
 import Foundation
 @testable import MSALCore
+import MSALTestSupport
 import Testing
 
 /// `JSONValue.forEachMember(ofObjectIn:_:)` reads an object member by member (how token responses
 /// and ID tokens are read); these tests hold it to `JSONValue(parsing:)`, the dictionary it replaces.
 @Suite("An object read member by member gives what the parsed dictionary holds")
 struct JSONMembersTests {
-    /// A small seeded generator (SplitMix64), so a failure names a seed that repeats it.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Names that repeat often, so documents have repeated members.
     static let names = ["iss", "sub", "aud", "exp", "a", "", "é", "access_token", "x\\u0000y", "nested"]
 
     /// Random JSON text for a value, nested up to `depth`.
-    static func value(_ random: inout Seeded, depth: Int) -> String {
+    static func value(_ random: inout SplitMix64, depth: Int) -> String {
         switch Int.random(in: 0..<(depth > 0 ? 9 : 6), using: &random) {
         case 0: return "null"
         case 1: return Bool.random(using: &random) ? "true" : "false"
@@ -38,7 +27,7 @@ struct JSONMembersTests {
     }
 
     /// Random JSON text for an object, nested up to `depth`.
-    static func object(_ random: inout Seeded, depth: Int) -> String {
+    static func object(_ random: inout SplitMix64, depth: Int) -> String {
         let count = Int.random(in: 0...8, using: &random)
         let members = (0..<count).map { _ in
             #""\#(names.randomElement(using: &random)!)":\#(value(&random, depth: depth))"#
@@ -67,7 +56,7 @@ struct JSONMembersTests {
 
     @Test("Seeded random objects, nested, with repeated names: the members give the parsed dictionary (the last of repeated names)")
     func randomObjects() {
-        var random = Seeded(state: 20_261_202)
+        var random = SplitMix64(seed: 20_261_202)
         var repeated = 0
         for _ in 0..<3_000 {
             let text = Self.object(&random, depth: 3)
@@ -113,7 +102,7 @@ struct JSONMembersTests {
 
     @Test("Seeded random claims: every modeled claim of IDTokenClaims is what the dictionary of all claims gives, and all is the parsed payload")
     func idTokenClaims() throws {
-        var random = Seeded(state: 7)
+        var random = SplitMix64(seed: 7)
         let claimNames = ["iss", "sub", "aud", "exp", "iat", "nonce", "oid", "tid", "preferred_username", "upn", "email",
                           "name", "given_name", "family_name", "other"]
         let values = [#""v""#, #""""#, #""1764673600""#, "1764673600", "1.5", "null", "true", #"["c","d",3]"#, #"{"x":"y"}"#, #"["only"]"#]
@@ -156,7 +145,7 @@ struct JSONMembersTests {
 
     @Test("Base64URL decodes every length and byte as Foundation decodes the standard alphabet, from a String and from a Substring")
     func base64URL() {
-        var random = Seeded(state: 99)
+        var random = SplitMix64(seed: 99)
         for length in 0..<200 {
             let bytes = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &random) })
             let encoded = Base64URL.encode(bytes)

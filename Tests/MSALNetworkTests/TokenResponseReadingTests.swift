@@ -1,6 +1,7 @@
 import Foundation
 import MSALCore
 @testable import MSALNetwork
+import MSALTestSupport
 import Testing
 
 /// A 2xx token response is read member by member (`TokenResponse(readingSuccess:requestCorrelationID:)`);
@@ -8,18 +9,6 @@ import Testing
 /// `TokenResponse(json:host:status:correlationID:)`), which reads every other answer.
 @Suite("A token response read member by member is the one the parsed dictionary gives")
 struct TokenResponseReadingTests {
-    /// SplitMix64, seeded, so a failure repeats.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let names = [
         "access_token", "token_type", "expires_in", "ext_expires_in", "refresh_in", "refresh_token", "id_token",
         "scope", "client_info", "foci", "correlation_id", "error", "error_description", "other", "nested",
@@ -40,7 +29,7 @@ struct TokenResponseReadingTests {
 
     @Test("Seeded random bodies (repeated, missing and mistyped fields, errors, extra fields, 2xx and not, header correlation IDs): read member by member exactly when the dictionary path answers, to the same response")
     func randomBodies() {
-        var random = Seeded(state: 1_202)
+        var random = SplitMix64(seed: 1_202)
         var readFast = 0, declined = 0
         for _ in 0..<6_000 {
             let count = Int.random(in: 0...9, using: &random)
