@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 import CSimdJSON
 
 /// The name of a member of a JSON object, as UTF-8 bytes: valid only inside the closure of
@@ -75,7 +75,9 @@ extension JSONValue {
     /// particular order, each name once.
     /// - Parameters:
     ///   - data: JSON text.
-    ///   - body: called with each member's name and value; neither may escape the call.
+    ///   - body: called with each member's name and value; neither may escape the call, and the
+    ///     call must not parse JSON (``init(parsing:)``, ``IDTokenClaims/all``, this function): the
+    ///     values it reads belong to the thread's parser, which the next parse reuses.
     /// - Returns: `false`, having called `body` for no member, when `data` is not JSON or its top
     ///   level is not an object.
     package static func forEachMember(ofObjectIn data: Data, _ body: (JSONMemberName, JSONMemberValue) -> Void) -> Bool {

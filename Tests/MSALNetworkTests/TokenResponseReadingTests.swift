@@ -12,6 +12,7 @@ struct TokenResponseReadingTests {
     static let names = [
         "access_token", "token_type", "expires_in", "ext_expires_in", "refresh_in", "refresh_token", "id_token",
         "scope", "client_info", "foci", "correlation_id", "error", "error_description", "other", "nested",
+        "acc\\u0065ss_token", "é",
     ]
     static let values = [
         #""AT-1""#, #""""#, #""3600""#, "3600", "1.5", "-0.5", "1e300", "null", "true", #""Bearer""#, #""pop""#,
@@ -37,7 +38,14 @@ struct TokenResponseReadingTests {
                 #""\#(Self.names.randomElement(using: &random)!)":\#(Self.values.randomElement(using: &random)!)"#
             }
             if Bool.random(using: &random) { members.insert(#""access_token":"AT-\#(Int.random(in: 0...9, using: &random))""#, at: 0) }
-            let body = ["{" + members.joined(separator: ",") + "}", "[1]", "", "<html>", " {} "][Int.random(in: 0..<20, using: &random) < 16 ? 0 : Int.random(in: 1...4, using: &random)]
+            var object = "{" + members.joined(separator: ",") + "}"
+            // Sometimes text simdjson refuses (a byte order mark, an integer beyond 64 bits), read through Foundation.
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0: object = "\u{FEFF}" + object
+            case 1 where !members.isEmpty: object = "{\"big\":123456789012345678901234567890," + object.dropFirst()
+            default: break
+            }
+            let body = [object, "[1]", "", "<html>", " {} "][Int.random(in: 0..<20, using: &random) < 16 ? 0 : Int.random(in: 1...4, using: &random)]
             var headers = ["Content-Type": Int.random(in: 0..<10, using: &random) == 0 ? "text/html" : "application/json"]
             switch Int.random(in: 0..<3, using: &random) {
             case 0: headers["client-request-id"] = "header-id"
