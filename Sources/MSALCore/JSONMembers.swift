@@ -81,12 +81,7 @@ extension JSONValue {
     /// - Returns: `false`, having called `body` for no member, when `data` is not JSON or its top
     ///   level is not an object.
     package static func forEachMember(ofObjectIn data: Data, _ body: (JSONMemberName, JSONMemberValue) -> Void) -> Bool {
-        let parsed: Bool? = data.isEmpty ? nil : data.withUnsafeBytes { (text: UnsafeRawBufferPointer) -> Bool? in
-            guard let base = text.baseAddress else { return nil }
-            var values: UnsafePointer<msal_json_value>?
-            let count = msal_json_parse(base.assumingMemoryBound(to: CChar.self), text.count, &values)
-            defer { msal_json_done() }
-            guard count > 0, let values else { return nil }
+        let parsed: Bool? = withSimdJSONValues(of: data) { values in
             guard values[0].kind == Int32(MSAL_JSON_OBJECT) else { return false }
             var position = 1
             for _ in 0..<values[0].count {

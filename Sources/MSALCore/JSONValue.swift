@@ -69,15 +69,24 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// `data` parsed by simdjson (`CSimdJSON`), or `nil` when simdjson does not take it (see
     /// ``init(parsing:)``).
     package static func parsedBySimdJSON(_ data: Data) -> JSONValue? {
+        withSimdJSONValues(of: data) { values in
+            var position = 0
+            return JSONValue(parsed: values, at: &position)
+        }
+    }
+
+    /// Calls `body` with the values of `data` as `msal_json_parse` lists them (valid only during
+    /// the call, which must not parse JSON itself: the thread's parser holds them).
+    /// - Returns: what `body` returns, or `nil` when simdjson does not take `data`.
+    static func withSimdJSONValues<R>(of data: Data, _ body: (UnsafePointer<msal_json_value>) -> R) -> R? {
         guard !data.isEmpty else { return nil }
-        return data.withUnsafeBytes { (text: UnsafeRawBufferPointer) -> JSONValue? in
+        return data.withUnsafeBytes { (text: UnsafeRawBufferPointer) -> R? in
             guard let base = text.baseAddress else { return nil }
             var values: UnsafePointer<msal_json_value>?
             let count = msal_json_parse(base.assumingMemoryBound(to: CChar.self), text.count, &values)
             defer { msal_json_done() }
             guard count > 0, let values else { return nil }
-            var position = 0
-            return JSONValue(parsed: values, at: &position)
+            return body(values)
         }
     }
 

@@ -37,8 +37,7 @@ enum ServerResponse {
         requestCorrelationID: String?,
         now: Date = Date()
     ) throws(MSALError) -> [String: JSONValue] {
-        let headerCorrelationID = response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 }
-        let fallbackCorrelationID = headerCorrelationID ?? requestCorrelationID
+        let fallbackCorrelationID = fallbackCorrelationID(response, requestCorrelationID: requestCorrelationID)
         let status = response.statusCode
         let retryAfter = response.isSuccess ? nil : RetryAfter.seconds(in: response, now: now)
 
@@ -52,8 +51,7 @@ enum ServerResponse {
 
         let trimmed = response.body.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         if trimmed.isEmpty { throw invalid("with an empty body") }
-        let contentType = response.header("content-type")?.lowercased() ?? ""
-        if contentType.containsBytes(of: "text/html") || trimmed.first == UInt8(ascii: "<") {
+        if declaresHTML(response) || trimmed.first == UInt8(ascii: "<") {
             throw invalid("with an HTML page instead of JSON")
         }
         guard let value = JSONValue(parsing: response.body) else { throw invalid("with a body that is not JSON") }
@@ -88,9 +86,18 @@ enum ServerResponse {
     /// The correlation ID of a successful response: the body's `correlation_id`, else the
     /// `client-request-id` response header, else the one that was sent.
     static func correlationID(_ object: [String: JSONValue], _ response: HTTPResponse, requestCorrelationID: String?) -> String? {
-        object["correlation_id"]?.stringValue
-            ?? response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 }
-            ?? requestCorrelationID
+        object["correlation_id"]?.stringValue ?? fallbackCorrelationID(response, requestCorrelationID: requestCorrelationID)
+    }
+
+    /// The correlation ID of a response whose body has none: the `client-request-id` response
+    /// header when not empty, else the one that was sent.
+    static func fallbackCorrelationID(_ response: HTTPResponse, requestCorrelationID: String?) -> String? {
+        response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 } ?? requestCorrelationID
+    }
+
+    /// Whether the response says it is an HTML page (`Content-Type` `text/html`, any case).
+    static func declaresHTML(_ response: HTTPResponse) -> Bool {
+        response.header("content-type")?.lowercased().containsBytes(of: "text/html") ?? false
     }
 
     /// A missing or malformed field of a 2xx answer.

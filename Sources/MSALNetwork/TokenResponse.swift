@@ -101,7 +101,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
     ///   would reject or that lacks `access_token` (an HTML page, a body that is not a JSON object,
     ///   a non-empty `error`): the caller reads those through it, which throws the error they mean.
     init?(readingSuccess response: HTTPResponse, requestCorrelationID: String?) {
-        guard response.isSuccess, !(response.header("content-type")?.lowercased().containsBytes(of: "text/html") ?? false) else { return nil }
+        guard response.isSuccess, !ServerResponse.declaresHTML(response) else { return nil }
         var accessToken: String?, tokenType: String?, refreshToken: String?, idToken: String?, clientInfo: String?
         var expiresIn: TimeInterval?, extendedExpiresIn: TimeInterval?, refreshIn: TimeInterval?
         var scope: String?, foci: JSONValue?, bodyCorrelationID: String?, oauthError: String?
@@ -131,8 +131,7 @@ public struct TokenResponse: Sendable, Hashable, CustomStringConvertible, Custom
             accessToken: accessToken, tokenType: tokenType ?? "Bearer", expiresIn: expiresIn,
             extendedExpiresIn: extendedExpiresIn, refreshIn: refreshIn, refreshToken: refreshToken, idToken: idToken,
             scope: scope, clientInfo: clientInfo, familyID: Self.familyID(foci),
-            correlationID: bodyCorrelationID
-                ?? response.header("client-request-id").flatMap { $0.isEmpty ? nil : $0 } ?? requestCorrelationID,
+            correlationID: bodyCorrelationID ?? ServerResponse.fallbackCorrelationID(response, requestCorrelationID: requestCorrelationID),
             additionalFields: additional)
     }
 
