@@ -63,7 +63,10 @@ def main(path):
     if probes:
         readings = "; ".join(
             f"{probe['at']}: {probe['memory_latency_ns']:.0f} ns per read from memory, "
-            f"{probe['hash_ns']:.0f} ns per 48-byte hash" for probe in probes)
+            f"{probe['hash_ns']:.0f} ns per 48-byte hash"
+            + (f", {probe['chase_2mib_ns']:.0f} / {probe['chase_4mib_ns']:.0f} / {probe['chase_8mib_ns']:.0f} ns "
+               "per read within 2 / 4 / 8 MiB" if 'chase_8mib_ns' in probe else "")
+            for probe in probes)
         print(f"Machine speed ({readings}).")
         print()
 

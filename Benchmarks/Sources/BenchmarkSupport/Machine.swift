@@ -71,23 +71,65 @@ public enum MachineDescription {
 /// machine's slow and fast phases can be told apart (a shared host's speed moves by a third and
 /// more from one minute to the next; see Docs/Performance.md).
 public enum MachineProbe {
-    /// Prints `{"type":"probe","at":…,"memory_latency_ns":…,"hash_ns":…,"date_utc":…}`:
+    /// Prints `{"type":"probe","at":…,"memory_latency_ns":…,"hash_ns":…,"chase_2mib_ns":…,"chase_4mib_ns":…,"chase_8mib_ns":…,"date_utc":…}`:
     /// - `memory_latency_ns`: nanoseconds per load along a random cycle through 128 MiB (each load
     ///   needs the one before it, so this is the latency of a read from memory, TLB misses
     ///   included): what a cache hit at 100k tokens waits for on every object it touches first.
     /// - `hash_ns`: nanoseconds to hash a 48-byte string and a counter with the standard library's `Hasher`
     ///   (SipHash-1-3), all in the CPU caches: the speed of the core itself.
-    /// Both are medians of 5 rounds. `at` is the caller's label (`start`, `end`).
+    /// - `chase_2mib_ns`, `chase_4mib_ns`, `chase_8mib_ns`: nanoseconds per load along a random
+    ///   cycle through one 64-byte line of each of 2, 4 and 8 MiB (``chaseLatency(mebibytes:)``):
+    ///   how much of the CPU's last-level cache this process gets right now. A shared host's
+    ///   neighbours use the same cache, so a hit at 10k tokens (whose objects take a few MiB) waits
+    ///   for the cache at some times and for memory at others.
+    /// All are medians of 5 rounds. `at` is the caller's label (`start`, `end`).
     public static func printProbe(at label: String) {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
-        Report.line([
-            ("type", "probe"),
-            ("at", .string(label)),
-            ("memory_latency_ns", .double((memoryLatency() * 10).rounded() / 10)),
-            ("hash_ns", .double((hashTime() * 10).rounded() / 10)),
-            ("date_utc", .string(formatter.string(from: Date()))),
-        ])
+        let chases: [(key: String, value: ReportValue)] = [2, 4, 8].map {
+            (key: "chase_\($0)mib_ns", value: .double((chaseLatency(mebibytes: $0) * 10).rounded() / 10))
+        }
+        let fields: [(key: String, value: ReportValue)] = [
+            (key: "type", value: "probe"),
+            (key: "at", value: .string(label)),
+            (key: "memory_latency_ns", value: .double((memoryLatency() * 10).rounded() / 10)),
+            (key: "hash_ns", value: .double((hashTime() * 10).rounded() / 10)),
+        ]
+        Report.line(fields + chases + [(key: "date_utc", value: .string(formatter.string(from: Date())))])
+    }
+
+    /// Median nanoseconds per dependent load over a random cyclic permutation (Sattolo's
+    /// algorithm, fixed seed) of the 64-byte lines of `mebibytes` MiB, one load per line, after one
+    /// pass around the cycle to bring the lines in.
+    static func chaseLatency(mebibytes: Int) -> Double {
+        let lineInts = 64 / MemoryLayout<Int>.stride
+        let lines = (mebibytes << 20) / 64
+        var raw: UnsafeMutableRawPointer?
+        guard posix_memalign(&raw, 64, lines * 64) == 0, let raw else {
+            FileHandle.standardError.write(Data("msal-bench probe: could not allocate \(mebibytes) MiB for the cache probe\n".utf8))
+            exit(1)
+        }
+        defer { free(raw) }
+        let memory = UnsafeMutableBufferPointer(start: raw.bindMemory(to: Int.self, capacity: lines * lineInts), count: lines * lineInts)
+        var order = Array(0..<lines)
+        var random = SplitMix64(seed: 0x6361_6368)
+        for index in stride(from: lines - 1, to: 0, by: -1) {
+            order.swapAt(index, Int(random.next() % UInt64(index)))
+        }
+        // Each line holds, in its first word, the offset of the line after it in `order`'s cycle.
+        for (index, line) in order.enumerated() { memory[line * lineInts] = order[(index + 1) % lines] * lineInts }
+        var position = order[0] * lineInts
+        for _ in 0..<lines { position = memory[position] }
+        var rounds: [Double] = []
+        let loads = 400_000
+        for _ in 0..<5 {
+            let start = monotonicNanoseconds()
+            for _ in 0..<loads { position = memory[position] }
+            rounds.append(Double(monotonicNanoseconds() - start) / Double(loads))
+        }
+        // Keeps the chase from being optimized away.
+        if position == -1 { print("") }
+        return rounds.sorted()[rounds.count / 2]
     }
 
     /// Median nanoseconds per dependent load over a random cyclic permutation (Sattolo's
