@@ -20,19 +20,19 @@ func accessToken(_ application: PublicClientApplication, scopes: [String]) async
     }
 }
 
-/// README.md's interactive snippet, verbatim between the markers; compiled here, not run (it
-/// would open the system browser).
-func readmeInteractiveSnippet(_ application: PublicClientApplication) async throws -> AuthenticationResult {
-    // README-BEGIN
-let result = try await application.acquireToken(with: InteractiveTokenParameters(
-    scopes: ["https://graph.microsoft.com/User.Read"],
-    promptType: .selectAccount,
-    authorizationURLHandler: { url, browserOpened in
-        if !browserOpened { print("Open \(url) to sign in") }
-    }))
-    // README-END
-    return result
+// README.md's interactive sign-in function, verbatim between the markers; compiled here, not run
+// (it would open the system browser).
+// README-BEGIN
+/// Sign in in the system browser; the same `application` as above.
+func signInInteractively(_ application: PublicClientApplication) async throws -> AuthenticationResult {
+    try await application.acquireToken(with: InteractiveTokenParameters(
+        scopes: ["https://graph.microsoft.com/User.Read"],
+        promptType: .selectAccount,
+        authorizationURLHandler: { url, browserOpened in
+            if !browserOpened { print("Open \(url) to sign in") }
+        }))
 }
+// README-END
 
 /// README.md's configuration, verbatim between the markers; compiled here, not run (it would open
 /// the user's real cache).
@@ -56,8 +56,8 @@ struct ReadmeExampleTests {
         let end = try #require(source.range(of: "\n}\n", range: start.upperBound..<source.endIndex))
         let function = String(source[start.lowerBound..<end.upperBound])
         #expect(readme.contains(function))
-        let snippetStart = try #require(source.range(of: "    // README-BEGIN\n"))
-        let snippetEnd = try #require(source.range(of: "    // README-END", range: snippetStart.upperBound..<source.endIndex))
+        let snippetStart = try #require(source.range(of: "\n// README-BEGIN\n"))
+        let snippetEnd = try #require(source.range(of: "\n// README-END", range: snippetStart.upperBound..<source.endIndex))
         #expect(readme.contains(String(source[snippetStart.upperBound..<snippetEnd.lowerBound])))
         let configStart = try #require(source.range(of: "    // README-CONFIG-BEGIN\n"))
         let configEnd = try #require(source.range(of: "    // README-CONFIG-END", range: configStart.upperBound..<source.endIndex))
