@@ -253,10 +253,10 @@ enum Tool {
                try !application.allAccounts().contains(where: { $0.identifier.lowercased() == legacy.identifier.lowercased() }) {
                 return legacy
             }
-            throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) matches '\(name)'; run 'msal login'.")
+            throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) for client ID \(application.configuration.clientID) matches '\(name)'; run 'msal login'.")
         }
         switch accounts.count {
-        case 0: throw MSALError(.interactionRequired, message: "No account is signed in at \(authority.environment); run 'msal login'.")
+        case 0: throw MSALError(.interactionRequired, message: "No account is signed in at \(authority.environment) for client ID \(application.configuration.clientID); run 'msal login'.")
         case 1: return accounts[0]
         default: throw UsageError(message: "\(accounts.count) accounts are signed in; choose one with --account")
         }

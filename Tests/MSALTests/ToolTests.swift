@@ -189,6 +189,8 @@ struct ToolTests {
         let run = try await msal("token", "--client-id", "app", "--scope", "s")
         #expect(run.status == 3)
         #expect(run.stderr.contains("interactionRequired"))
+        // The accounts listed are those of this client ID: the message names it.
+        #expect(run.stderr.contains("for client ID app"))
     }
 
     @Test("Usage errors are one line on stderr")
