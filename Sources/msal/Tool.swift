@@ -51,6 +51,10 @@ enum Tool {
                let authority = options.authority, looksLikeEntraTenant(authority) {
                 error.message += " If this is an Entra-compatible provider, pass --authority-type aad."
             }
+            if error.code == .interactionRequired, options.command == "token", !error.message.contains("msal login") {
+                // A refresh the provider refused (a revoked or forgotten refresh token): the way on.
+                error.message += " Sign in again with 'msal login'."
+            }
             Console.err(error.report(format: options.output))
             exit(error.exitCode)
         } catch {
