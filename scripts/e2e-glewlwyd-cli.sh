@@ -204,8 +204,8 @@ check "$st" "glewlwyd.sh revoke-refresh-tokens"
 run_msal "$CACHE2" token --force-refresh
 if expect_rc 3 "token --force-refresh with a revoked refresh token asks for interaction"; then
   one_stderr_line "the revoked refresh token is reported on one error line"
-  st=0; grep -q "Sign in again with 'msal login'" "$ERR" || st=1
-  check "$st" "the revoked refresh token's error says to sign in again with msal login"
+  st=0; grep -q "Sign in with 'msal login'" "$ERR" || st=1
+  check "$st" "the revoked refresh token's error says to sign in with msal login"
   [[ $st == 0 ]] || diag_file stderr "$ERR"
 fi
 

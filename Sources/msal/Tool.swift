@@ -51,9 +51,10 @@ enum Tool {
                let authority = options.authority, looksLikeEntraTenant(authority) {
                 error.message += " If this is an Entra-compatible provider, pass --authority-type aad."
             }
-            if error.code == .interactionRequired, options.command == "token", !error.message.contains("msal login") {
-                // A refresh the provider refused (a revoked or forgotten refresh token): the way on.
-                error.message += " Sign in again with 'msal login'."
+            if error.code == .interactionRequired, options.command == "token" {
+                // No account, or a refresh the provider refused (a revoked or forgotten refresh
+                // token): the way on, in one place for every cause.
+                error.message += " Sign in with 'msal login'."
             }
             Console.err(error.report(format: options.output))
             exit(error.exitCode)
@@ -257,10 +258,10 @@ enum Tool {
                try !application.allAccounts().contains(where: { $0.identifier.lowercased() == legacy.identifier.lowercased() }) {
                 return legacy
             }
-            throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) for client ID \(application.configuration.clientID) matches '\(name)'; run 'msal login'.")
+            throw MSALError(.interactionRequired, message: "No signed-in account at \(authority.environment) for client ID \(application.configuration.clientID) matches '\(name)'.")
         }
         switch accounts.count {
-        case 0: throw MSALError(.interactionRequired, message: "No account is signed in at \(authority.environment) for client ID \(application.configuration.clientID); run 'msal login'.")
+        case 0: throw MSALError(.interactionRequired, message: "No account is signed in at \(authority.environment) for client ID \(application.configuration.clientID).")
         case 1: return accounts[0]
         default: throw UsageError(message: "\(accounts.count) accounts are signed in; choose one with --account")
         }

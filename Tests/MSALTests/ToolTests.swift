@@ -191,6 +191,7 @@ struct ToolTests {
         #expect(run.stderr.contains("interactionRequired"))
         // The accounts listed are those of this client ID: the message names it.
         #expect(run.stderr.contains("for client ID app"))
+        #expect(run.stderr.contains("Sign in with 'msal login'."))
     }
 
     @Test("Usage errors are one line on stderr")
