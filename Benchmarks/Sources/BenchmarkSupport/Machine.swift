@@ -78,7 +78,7 @@ public enum MachineProbe {
     /// - `hash_ns`: nanoseconds to hash a 48-byte string and a counter with the standard library's `Hasher`
     ///   (SipHash-1-3), all in the CPU caches: the speed of the core itself.
     /// - `chase_2mib_ns`, `chase_4mib_ns`, `chase_8mib_ns`: nanoseconds per load along a random
-    ///   cycle through one 64-byte line of each of 2, 4 and 8 MiB (``chaseLatency(mebibytes:)``):
+    ///   cycle through every 64-byte line of 2, 4 and 8 MiB, one load per line (``chaseLatency(mebibytes:)``):
     ///   how much of the CPU's last-level cache this process gets right now. A shared host's
     ///   neighbours use the same cache, so a hit at 10k tokens (whose objects take a few MiB) waits
     ///   for the cache at some times and for memory at others.
@@ -98,9 +98,9 @@ public enum MachineProbe {
         Report.line(fields + chases + [(key: "date_utc", value: .string(formatter.string(from: Date())))])
     }
 
-    /// Median nanoseconds per dependent load over a random cyclic permutation (Sattolo's
-    /// algorithm, fixed seed) of the 64-byte lines of `mebibytes` MiB, one load per line, after one
-    /// pass around the cycle to bring the lines in.
+    /// Median nanoseconds per dependent load along a random cycle (``randomCycle(_:seed:)``)
+    /// through the 64-byte lines of `mebibytes` MiB, one load per line, after one pass around the
+    /// cycle to bring the lines in.
     static func chaseLatency(mebibytes: Int) -> Double {
         let lineInts = 64 / MemoryLayout<Int>.stride
         let lines = (mebibytes << 20) / 64
@@ -111,29 +111,23 @@ public enum MachineProbe {
         }
         defer { free(raw) }
         let memory = UnsafeMutableBufferPointer(start: raw.bindMemory(to: Int.self, capacity: lines * lineInts), count: lines * lineInts)
-        var order = Array(0..<lines)
-        var random = SplitMix64(seed: 0x6361_6368)
-        for index in stride(from: lines - 1, to: 0, by: -1) {
-            order.swapAt(index, Int(random.next() % UInt64(index)))
-        }
-        // Each line holds, in its first word, the offset of the line after it in `order`'s cycle.
-        for (index, line) in order.enumerated() { memory[line * lineInts] = order[(index + 1) % lines] * lineInts }
-        var position = order[0] * lineInts
+        var next = [Int](repeating: 0, count: lines)
+        next.withUnsafeMutableBufferPointer { randomCycle($0, seed: 0x6361_6368) }
+        // Each line holds, in its first word, the offset of the line after it in the cycle.
+        for line in 0..<lines { memory[line * lineInts] = next[line] * lineInts }
+        var position = 0
         for _ in 0..<lines { position = memory[position] }
-        var rounds: [Double] = []
         let loads = 400_000
-        for _ in 0..<5 {
-            let start = monotonicNanoseconds()
+        let median = medianOfFiveRounds(operations: loads) {
             for _ in 0..<loads { position = memory[position] }
-            rounds.append(Double(monotonicNanoseconds() - start) / Double(loads))
         }
         // Keeps the chase from being optimized away.
         if position == -1 { print("") }
-        return rounds.sorted()[rounds.count / 2]
+        return median
     }
 
-    /// Median nanoseconds per dependent load over a random cyclic permutation (Sattolo's
-    /// algorithm, fixed seed) of 32M 32-bit indices.
+    /// Median nanoseconds per dependent load along a random cycle (``randomCycle(_:seed:)``)
+    /// through 32M 32-bit indices.
     static func memoryLatency() -> Double {
         let count = 32 << 20
         guard let memory = malloc(count * MemoryLayout<UInt32>.stride) else {
@@ -142,22 +136,35 @@ public enum MachineProbe {
         }
         defer { free(memory) }
         let next = UnsafeMutableBufferPointer(start: memory.bindMemory(to: UInt32.self, capacity: count), count: count)
-        for index in 0..<count { next[index] = UInt32(index) }
-        var random = SplitMix64(seed: 0x6D73_616C)
-        for index in stride(from: count - 1, to: 0, by: -1) {
-            let other = Int(random.next() % UInt64(index))
-            next.swapAt(index, other)
-        }
+        randomCycle(next, seed: 0x6D73_616C)
         var position: UInt32 = 0
-        var rounds: [Double] = []
         let loads = 2_000_000
-        for _ in 0..<5 {
-            let start = monotonicNanoseconds()
+        let median = medianOfFiveRounds(operations: loads) {
             for _ in 0..<loads { position = next[Int(position)] }
-            rounds.append(Double(monotonicNanoseconds() - start) / Double(loads))
         }
         // Keeps the chase from being optimized away.
         if position == UInt32.max { print("") }
+        return median
+    }
+
+    /// Fills `next` so that following `next[i]` from any index visits every index once before it
+    /// returns: a random cyclic permutation (Sattolo's algorithm, SplitMix64 with `seed`).
+    static func randomCycle<Index: FixedWidthInteger>(_ next: UnsafeMutableBufferPointer<Index>, seed: UInt64) {
+        for index in next.indices { next[index] = Index(index) }
+        var random = SplitMix64(seed: seed)
+        for index in stride(from: next.count - 1, to: 0, by: -1) {
+            next.swapAt(index, Int(random.next() % UInt64(index)))
+        }
+    }
+
+    /// The median over 5 runs of `round` of the nanoseconds per operation, `round` doing `operations` of them.
+    static func medianOfFiveRounds(operations: Int, _ round: () -> Void) -> Double {
+        var rounds: [Double] = []
+        for _ in 0..<5 {
+            let start = monotonicNanoseconds()
+            round()
+            rounds.append(Double(monotonicNanoseconds() - start) / Double(operations))
+        }
         return rounds.sorted()[rounds.count / 2]
     }
 
@@ -165,20 +172,17 @@ public enum MachineProbe {
     static func hashTime() -> Double {
         let text = String(repeating: "login.microsoftonline.com-", count: 2).prefix(48)
         let key = String(text)
-        var rounds: [Double] = []
         var sink = 0
         let hashes = 200_000
-        for _ in 0..<5 {
-            let start = monotonicNanoseconds()
+        let median = medianOfFiveRounds(operations: hashes) {
             for round in 0..<hashes {
                 var hasher = Hasher()
                 hasher.combine(key)
                 hasher.combine(round)
                 sink &+= hasher.finalize()
             }
-            rounds.append(Double(monotonicNanoseconds() - start) / Double(hashes))
         }
         if sink == 42 { print("") }
-        return rounds.sorted()[rounds.count / 2]
+        return median
     }
 }
