@@ -27,8 +27,36 @@ public struct DeviceCodeParameters: Sendable {
 
 /// The parameters of a silent token request: from the cache, or by redeeming the refresh token.
 ///
+/// Four words: the scopes, the account, the authority, and the rarely set rest (a forced refresh,
+/// claims, extra parameters, a correlation ID) in one reference, `nil` when none is set. A silent
+/// call is made again and again, and a value of more than 64 bytes is made and passed through
+/// memory, where the initializer copied it once and destroyed the first copy: five retains and
+/// as many releases on every call.
+///
 /// Source: MSAL for iOS/macOS `MSALSilentTokenParameters`.
 public struct SilentTokenParameters: Sendable {
+    /// The fields other than the scopes, the account and the authority. Never changed: a setter
+    /// makes a new one.
+    private final class Options: Sendable {
+        let forceRefresh: Bool
+        let claims: String?
+        let extraQueryParameters: [String: String]
+        let correlationID: UUID?
+
+        init(forceRefresh: Bool, claims: String?, extraQueryParameters: [String: String], correlationID: UUID?) {
+            self.forceRefresh = forceRefresh
+            self.claims = claims
+            self.extraQueryParameters = extraQueryParameters
+            self.correlationID = correlationID
+        }
+
+        /// The options, or `nil` when each has its default (no allocation then).
+        static func make(forceRefresh: Bool, claims: String?, extraQueryParameters: [String: String], correlationID: UUID?) -> Options? {
+            guard forceRefresh || claims != nil || !extraQueryParameters.isEmpty || correlationID != nil else { return nil }
+            return Options(forceRefresh: forceRefresh, claims: claims, extraQueryParameters: extraQueryParameters, correlationID: correlationID)
+        }
+    }
+
     /// The scopes the app needs (reserved OIDC scopes are rejected, as for interactive requests).
     public var scopes: [String]
     /// The signed-in account, from ``PublicClientApplication/allAccounts()`` or a lookup.
@@ -36,16 +64,30 @@ public struct SilentTokenParameters: Sendable {
     /// The authority for this request; `nil` uses the configuration's. On Entra ID, `common` and
     /// `organizations` are served from the account's home tenant, as MSAL for iOS/macOS does.
     public var authority: Authority?
+    private var options: Options?
+
     /// Skip the cached access token and redeem the refresh token. Default `false`.
-    public var forceRefresh: Bool
+    public var forceRefresh: Bool {
+        get { options?.forceRefresh ?? false }
+        set { setOptions(forceRefresh: newValue) }
+    }
     /// A claims request (OpenID Connect Core §5.5), typically from a resource's claims challenge
     /// (`WWW-Authenticate: ... claims="..."`, base64-decoded). When set, the cached access token is
     /// skipped and the refresh carries it.
-    public var claims: String?
+    public var claims: String? {
+        get { options?.claims }
+        set { setOptions(claims: .some(newValue)) }
+    }
     /// Extra parameters sent to the token endpoint when a refresh is needed.
-    public var extraQueryParameters: [String: String]
+    public var extraQueryParameters: [String: String] {
+        get { options?.extraQueryParameters ?? [:] }
+        set { setOptions(extraQueryParameters: newValue) }
+    }
     /// The correlation ID sent as `client-request-id`; a new UUID when `nil`.
-    public var correlationID: UUID?
+    public var correlationID: UUID? {
+        get { options?.correlationID }
+        set { setOptions(correlationID: .some(newValue)) }
+    }
 
     /// Creates silent parameters.
     public init(
@@ -60,10 +102,18 @@ public struct SilentTokenParameters: Sendable {
         self.scopes = scopes
         self.account = account
         self.authority = authority
-        self.forceRefresh = forceRefresh
-        self.claims = claims
-        self.extraQueryParameters = extraQueryParameters
-        self.correlationID = correlationID
+        options = Options.make(
+            forceRefresh: forceRefresh, claims: claims, extraQueryParameters: extraQueryParameters, correlationID: correlationID)
+    }
+
+    /// Replaces the options by new ones with the given fields changed (a `nil` argument keeps the
+    /// field; a `.some(nil)` clears an optional one).
+    private mutating func setOptions(
+        forceRefresh: Bool? = nil, claims: String?? = nil, extraQueryParameters: [String: String]? = nil, correlationID: UUID?? = nil
+    ) {
+        options = Options.make(
+            forceRefresh: forceRefresh ?? self.forceRefresh, claims: claims ?? self.claims,
+            extraQueryParameters: extraQueryParameters ?? self.extraQueryParameters, correlationID: correlationID ?? self.correlationID)
     }
 }
 
