@@ -603,9 +603,12 @@ public final class PublicClientApplication: Sendable {
     /// cache hit wants): other kinds than Entra ID and loopback hosts, and the well-known clouds.
     /// - Returns: the environments, or `nil` when only instance discovery can tell.
     func knownEnvironments(for authority: Authority) -> [String]? {
+        guard authority.type == .aad, !authority.isLoopback else { return [authority.environment] }
+        // The last cloud asked for, compared in place (the common case: one cloud for every call).
+        if let environments = lastKnownCloud.withLock({ $0 != nil && authority.hasEnvironment($0!.host) ? $0!.environments : nil }) {
+            return environments
+        }
         let environment = authority.environment
-        guard authority.type == .aad, !authority.isLoopback else { return [environment] }
-        if let environments = lastKnownCloud.withLock({ $0?.host == environment ? $0?.environments : nil }) { return environments }
         if let known = knownCloudEnvironments.value(for: environment) {
             lastKnownCloud.withLock { $0 = (environment, known) }
             return known
@@ -793,19 +796,19 @@ public final class PublicClientApplication: Sendable {
         _ entry: AccessTokenEntry, account: Account, authority: Authority, correlation: RequestCorrelationID,
         isExtendedLifetimeToken: Bool = false, revision: UInt64? = nil
     ) throws(MSALError) -> (result: AuthenticationResult, accountIsCached: Bool) {
-        let found: Account?
         // The entry was looked up by the caller's account identifier; its environment may be
         // another alias of the cloud, whose account the caller's is not.
         if let revision, let origin = account.origin, origin.application == instanceNumber, origin.revision == revision,
            entry.hasEnvironment(ofAccount: account) {
-            found = account
-        } else {
-            // The entry comes from a lookup that just checked the store: the account of the same state.
-            found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
+            // The caller's account is used as given (no copy of it held in between).
+            return (AuthenticationResult(
+                cached: entry, account: account, correlation: correlation, authority: authority,
+                isExtendedLifetimeToken: isExtendedLifetimeToken), true)
         }
-        let current = found ?? account
+        // The entry comes from a lookup that just checked the store: the account of the same state.
+        let found = try self.account(homeAccountID: entry.homeAccountID, environment: entry.environment, checkingStore: false)
         return (AuthenticationResult(
-            cached: entry, account: current, correlation: correlation, authority: authority,
+            cached: entry, account: found ?? account, correlation: correlation, authority: authority,
             isExtendedLifetimeToken: isExtendedLifetimeToken), found != nil)
     }
 
