@@ -69,24 +69,24 @@ public struct SilentTokenParameters: Sendable {
     /// Skip the cached access token and redeem the refresh token. Default `false`.
     public var forceRefresh: Bool {
         get { options?.forceRefresh ?? false }
-        set { setOptions(forceRefresh: newValue) }
+        set { options = Options.make(forceRefresh: newValue, claims: claims, extraQueryParameters: extraQueryParameters, correlationID: correlationID) }
     }
     /// A claims request (OpenID Connect Core §5.5), typically from a resource's claims challenge
     /// (`WWW-Authenticate: ... claims="..."`, base64-decoded). When set, the cached access token is
     /// skipped and the refresh carries it.
     public var claims: String? {
         get { options?.claims }
-        set { setOptions(claims: .some(newValue)) }
+        set { options = Options.make(forceRefresh: forceRefresh, claims: newValue, extraQueryParameters: extraQueryParameters, correlationID: correlationID) }
     }
     /// Extra parameters sent to the token endpoint when a refresh is needed.
     public var extraQueryParameters: [String: String] {
         get { options?.extraQueryParameters ?? [:] }
-        set { setOptions(extraQueryParameters: newValue) }
+        set { options = Options.make(forceRefresh: forceRefresh, claims: claims, extraQueryParameters: newValue, correlationID: correlationID) }
     }
     /// The correlation ID sent as `client-request-id`; a new UUID when `nil`.
     public var correlationID: UUID? {
         get { options?.correlationID }
-        set { setOptions(correlationID: .some(newValue)) }
+        set { options = Options.make(forceRefresh: forceRefresh, claims: claims, extraQueryParameters: extraQueryParameters, correlationID: newValue) }
     }
 
     /// Creates silent parameters.
@@ -104,16 +104,6 @@ public struct SilentTokenParameters: Sendable {
         self.authority = authority
         options = Options.make(
             forceRefresh: forceRefresh, claims: claims, extraQueryParameters: extraQueryParameters, correlationID: correlationID)
-    }
-
-    /// Replaces the options by new ones with the given fields changed (a `nil` argument keeps the
-    /// field; a `.some(nil)` clears an optional one).
-    private mutating func setOptions(
-        forceRefresh: Bool? = nil, claims: String?? = nil, extraQueryParameters: [String: String]? = nil, correlationID: UUID?? = nil
-    ) {
-        options = Options.make(
-            forceRefresh: forceRefresh ?? self.forceRefresh, claims: claims ?? self.claims,
-            extraQueryParameters: extraQueryParameters ?? self.extraQueryParameters, correlationID: correlationID ?? self.correlationID)
     }
 }
 

@@ -136,8 +136,8 @@ public struct Authority: Sendable, Hashable, CustomStringConvertible, CustomRefl
     /// The host, with `:port` when the URL names a port. This is the `environment` of cache entries.
     /// (Derived from ``url`` once: silent requests read it on every call.)
     public var environment: String { storage.environment }
-    /// Whether ``environment`` is `host`, byte for byte (both are lowercased), compared in place:
-    /// reading ``environment`` copies it out, a retain and a release on every silent call.
+    /// Whether ``environment`` equals `host` (`==`), compared in place: reading ``environment``
+    /// copies it out, a retain and a release on every silent call.
     package func hasEnvironment(_ host: String) -> Bool { storage.environment == host }
     /// Whether the host is a loopback host (`127.0.0.1` and the rest of `127.0.0.0/8`, `::1`,
     /// `localhost`). Derived from ``url`` once.
